@@ -1,0 +1,101 @@
+"""Framework-free description of an AppGroup's communication graph.
+
+These frozen dataclasses are the contract between the Django models (apps.appgroups), the CRD
+import/export code, the scheduler's scorers and the evaluation harness: each of them builds or
+reads an ``AppGroupSpec`` and nothing here imports Django.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """How much a dependency cares about latency, bandwidth and loss (each >= 0, sum > 0)."""
+
+    latency: float
+    bandwidth: float
+    lossrate: float
+
+    @property
+    def total(self) -> float:
+        return self.latency + self.bandwidth + self.lossrate
+
+    def normalized(self) -> Sensitivity:
+        """Sensitivities scaled to sum to 1 (ComputeScore expects weights on that scale)."""
+        total = self.total
+        if total <= 0:
+            raise ValueError("sensitivity weights must have a positive sum")
+        return Sensitivity(self.latency / total, self.bandwidth / total, self.lossrate / total)
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    """A Kubernetes label selector (matchLabels plus matchExpressions)."""
+
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    # (key, operator, values) with operator one of In, NotIn, Exists, DoesNotExist
+    match_expressions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        for key, value in self.match_labels.items():
+            if labels.get(key) != value:
+                return False
+        for key, operator, values in self.match_expressions:
+            present = key in labels
+            if operator == "In" and (not present or labels[key] not in values):
+                return False
+            if operator == "NotIn" and present and labels[key] in values:
+                return False
+            if operator == "Exists" and not present:
+                return False
+            if operator == "DoesNotExist" and present:
+                return False
+        return bool(self.match_labels or self.match_expressions)
+
+
+@dataclass(frozen=True)
+class DependencySpec:
+    target: str
+    sensitivity: Sensitivity
+    max_network_cost: float | None = None
+    min_bandwidth_bps: float | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    name: str
+    selector: LabelSelector
+    weight: float = 1.0
+    dependencies: tuple[DependencySpec, ...] = ()
+    controller_kind: str = ""
+    controller_name: str = ""
+
+
+@dataclass(frozen=True)
+class AppGroupSpec:
+    namespace: str
+    name: str
+    workloads: tuple[WorkloadSpec, ...]
+    topology_sorting_algorithm: str = "KahnSort"
+
+    def workload(self, name: str) -> WorkloadSpec:
+        for workload in self.workloads:
+            if workload.name == name:
+                return workload
+        raise KeyError(name)
+
+    def workload_for_labels(self, labels: Mapping[str, str]) -> WorkloadSpec | None:
+        """The first workload (in declaration order) whose selector matches the pod's labels."""
+        for workload in self.workloads:
+            if workload.selector.matches(labels):
+                return workload
+        return None
+
+    def dependents_of(self, name: str) -> tuple[tuple[WorkloadSpec, DependencySpec], ...]:
+        """Workloads that declare ``name`` as a dependency, with that dependency's spec."""
+        return tuple(
+            (workload, dep) for workload in self.workloads for dep in workload.dependencies if dep.target == name
+        )

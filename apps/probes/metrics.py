@@ -1,0 +1,26 @@
+"""Names, labels and buckets of the metrics a probe agent exports (docs/metrics.md).
+
+The real agent and the emulator both build their registries from these definitions, so the
+pipeline's PromQL cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+RTT_HISTOGRAM = "netaware_probe_rtt_seconds"
+PACKETS_SENT = "netaware_probe_packets_sent_total"
+PACKETS_RECEIVED = "netaware_probe_packets_received_total"
+BANDWIDTH = "netaware_probe_bandwidth_bits_per_second"
+BANDWIDTH_TIMESTAMP = "netaware_probe_bandwidth_last_test_timestamp_seconds"
+NODE_INFO = "netaware_node_info"
+
+PAIR_LABELS = ("source", "target")
+NODE_INFO_LABELS = ("node", "zone", "region")
+
+# 50 µs .. 10 s, roughly 2x apart with 1-2.5-5 steps so p50/p90/p99 interpolate to within a few
+# percent inside a decade.
+RTT_BUCKETS: tuple[float, ...] = (
+    0.00005, 0.0001, 0.00015, 0.0002, 0.0003, 0.0004, 0.0005, 0.0006, 0.0008,
+    0.001, 0.0012, 0.0015, 0.002, 0.0025, 0.003, 0.004, 0.005, 0.006, 0.008,
+    0.01, 0.012, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075,
+    0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0,
+)

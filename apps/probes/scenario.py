@@ -1,0 +1,320 @@
+"""Emulated-cluster scenarios: parse and validate the YAML format of docs/scenarios.md.
+
+A scenario is the single source of truth for the emulator (which turns it into probe and
+node_exporter metrics), for the evaluation harness (node capacities and nominal link values) and
+for tests. Errors name the offending field with a dotted path, e.g. ``links[3].bandwidth_mbps``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_CPU_RE = re.compile(r"^(\d+(?:\.\d+)?)(m?)$")
+_MEM_RE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTPE]i?|k)?$")
+_MEM_FACTORS = {
+    None: 1,
+    "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+}
+
+
+class ScenarioError(ValueError):
+    """A scenario document is invalid; ``field`` names where (dotted path)."""
+
+    def __init__(self, field_path: str, message: str) -> None:
+        super().__init__(f"{field_path}: {message}" if field_path else message)
+        self.field = field_path
+        self.message = message
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """Nominal one-way-pair characteristics; ``jitter`` is the relative spread of RTT samples."""
+
+    latency_ms: float
+    loss_pct: float
+    bandwidth_mbps: float
+    jitter: float
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    zone: str
+    region: str
+    cpu_millicores: int
+    memory_bytes: int
+    labels: Mapping[str, str] = field(default_factory=dict)
+    # Emulated node_exporter utilisation (0..1) around which samples are drawn.
+    cpu_utilization: float = 0.2
+    memory_utilization: float = 0.3
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    nodes: tuple[NodeSpec, ...]
+    zone_links: Mapping[tuple[str, str], LinkSpec]
+    node_links: Mapping[tuple[str, str], LinkSpec]
+    unreachable: frozenset[tuple[str, str]]
+    default_jitter: float
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        return tuple(node.name for node in self.nodes)
+
+    def node(self, name: str) -> NodeSpec:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(name)
+
+    def link(self, source: str, target: str) -> LinkSpec | None:
+        """Nominal link from ``source`` to ``target``; None when unreachable or undefined."""
+        if (source, target) in self.unreachable:
+            return None
+        if (source, target) in self.node_links:
+            return self.node_links[(source, target)]
+        a, b = self.node(source), self.node(target)
+        return self.zone_links.get((a.zone, b.zone))
+
+    def zones(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(node.zone for node in self.nodes))
+
+
+def parse_cpu(value: Any, path: str) -> int:
+    """Kubernetes CPU quantity ("4", "500m", 2.5) to millicores."""
+    text = str(value).strip()
+    match = _CPU_RE.match(text)
+    if not match:
+        raise ScenarioError(path, f"{value!r} is not a CPU quantity (e.g. 4, 2.5 or 500m)")
+    number = float(match.group(1))
+    millicores = number if match.group(2) else number * 1000
+    if millicores <= 0:
+        raise ScenarioError(path, "must be positive")
+    return int(round(millicores))
+
+
+def parse_memory(value: Any, path: str) -> int:
+    """Kubernetes memory quantity ("8Gi", "512M", 1024) to bytes."""
+    text = str(value).strip()
+    match = _MEM_RE.match(text)
+    if not match:
+        raise ScenarioError(path, f"{value!r} is not a memory quantity (e.g. 8Gi or 512M)")
+    number = float(match.group(1)) * _MEM_FACTORS[match.group(2)]
+    if number <= 0:
+        raise ScenarioError(path, "must be positive")
+    return int(number)
+
+
+def _number(raw: Mapping[str, Any], key: str, path: str, *, low: float, high: float | None = None,
+            default: float | None = None, low_inclusive: bool = True) -> float:
+    if key not in raw or raw[key] is None:
+        if default is None:
+            raise ScenarioError(f"{path}.{key}", "is required")
+        return default
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ScenarioError(f"{path}.{key}", f"{value!r} is not a number")
+    value = float(value)
+    if value != value or (value < low if low_inclusive else value <= low):
+        raise ScenarioError(f"{path}.{key}", f"must be {'>=' if low_inclusive else '>'} {low}, got {value}")
+    if high is not None and value > high:
+        raise ScenarioError(f"{path}.{key}", f"must be <= {high}, got {value}")
+    return value
+
+
+def _mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ScenarioError(path, f"must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ScenarioError(path, f"must be a list, got {type(value).__name__}")
+    return value
+
+
+def _name(value: Any, path: str) -> str:
+    if not isinstance(value, str) or not _NAME_RE.match(value.lower()) or len(value) > 253:
+        raise ScenarioError(path, f"{value!r} is not a valid name (lower-case DNS label characters)")
+    return value
+
+
+def _pair(value: Any, path: str, known: set[str], what: str) -> tuple[str, str]:
+    items = _list(value, path)
+    if len(items) != 2:
+        raise ScenarioError(path, f"must name exactly two {what}s, got {len(items)}")
+    for i, item in enumerate(items):
+        if item not in known:
+            raise ScenarioError(f"{path}[{i}]", f"unknown {what} {item!r}")
+    return items[0], items[1]
+
+
+def _link(raw: Mapping[str, Any], path: str, default_jitter: float) -> LinkSpec:
+    allowed = {"between", "latency_ms", "loss_pct", "bandwidth_mbps", "jitter", "directed"}
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise ScenarioError(f"{path}.{unknown[0]}", f"unknown field (allowed: {', '.join(sorted(allowed))})")
+    return LinkSpec(
+        latency_ms=_number(raw, "latency_ms", path, low=0.0, low_inclusive=False),
+        loss_pct=_number(raw, "loss_pct", path, low=0.0, high=100.0),
+        bandwidth_mbps=_number(raw, "bandwidth_mbps", path, low=0.0, low_inclusive=False),
+        jitter=_number(raw, "jitter", path, low=0.0, high=1.0, default=default_jitter),
+    )
+
+
+def _expand_nodes(raw_zone: Mapping[str, Any], path: str) -> list[tuple[Mapping[str, Any], str]]:
+    """Nodes of a zone: an explicit list and/or a ``range`` {prefix, from, to} shorthand."""
+    out: list[tuple[Mapping[str, Any], str]] = []
+    for i, raw in enumerate(_list(raw_zone.get("nodes", []), f"{path}.nodes")):
+        out.append((_mapping(raw, f"{path}.nodes[{i}]"), f"{path}.nodes[{i}]"))
+    if "range" in raw_zone:
+        rpath = f"{path}.range"
+        rng = _mapping(raw_zone["range"], rpath)
+        prefix = rng.get("prefix", "")
+        if not isinstance(prefix, str):
+            raise ScenarioError(f"{rpath}.prefix", "must be a string")
+        lo, hi = rng.get("from"), rng.get("to")
+        if not isinstance(lo, int) or not isinstance(hi, int) or isinstance(lo, bool) or isinstance(hi, bool):
+            raise ScenarioError(f"{rpath}.from", "from and to must be integers")
+        if hi < lo:
+            raise ScenarioError(f"{rpath}.to", f"must be >= from ({lo}), got {hi}")
+        template = {k: v for k, v in rng.items() if k not in {"prefix", "from", "to"}}
+        for number in range(lo, hi + 1):
+            out.append(({**template, "name": f"{prefix}{number}"}, f"{rpath}[{number}]"))
+    if not out:
+        raise ScenarioError(f"{path}.nodes", "a zone needs at least one node (nodes or range)")
+    return out
+
+
+def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
+    """Parse a scenario from a path, a YAML string or an already-loaded mapping."""
+    if isinstance(source, Mapping):
+        doc: Any = source
+    else:
+        text = Path(source).read_text() if isinstance(source, Path) or (
+            isinstance(source, str) and "\n" not in source and source.endswith((".yaml", ".yml"))
+        ) else source
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ScenarioError("", f"not valid YAML: {exc}") from exc
+    doc = _mapping(doc, "(document)")
+    allowed = {"name", "description", "defaults", "regions", "links", "node_links", "unreachable"}
+    unknown = sorted(set(doc) - allowed)
+    if unknown:
+        raise ScenarioError(unknown[0], f"unknown top-level field (allowed: {', '.join(sorted(allowed))})")
+    name = _name(doc.get("name"), "name")
+    defaults = _mapping(doc.get("defaults", {}) or {}, "defaults")
+    default_jitter = _number(defaults, "jitter", "defaults", low=0.0, high=1.0, default=0.1)
+    default_node = _mapping(defaults.get("node", {}) or {}, "defaults.node")
+
+    nodes: list[NodeSpec] = []
+    seen_nodes: set[str] = set()
+    zone_names: set[str] = set()
+    for r, raw_region in enumerate(_list(doc.get("regions"), "regions")):
+        rpath = f"regions[{r}]"
+        raw_region = _mapping(raw_region, rpath)
+        region = _name(raw_region.get("name"), f"{rpath}.name")
+        for z, raw_zone in enumerate(_list(raw_region.get("zones"), f"{rpath}.zones")):
+            zpath = f"{rpath}.zones[{z}]"
+            raw_zone = _mapping(raw_zone, zpath)
+            zone = raw_zone.get("name")
+            if not isinstance(zone, str) or not zone:
+                raise ScenarioError(f"{zpath}.name", "is required")
+            if zone in zone_names:
+                raise ScenarioError(f"{zpath}.name", f"duplicate zone {zone!r}")
+            zone_names.add(zone)
+            for raw_node, npath in _expand_nodes(raw_zone, zpath):
+                merged = {**default_node, **raw_node}
+                node_name = _name(merged.get("name"), f"{npath}.name")
+                if node_name in seen_nodes:
+                    raise ScenarioError(f"{npath}.name", f"duplicate node {node_name!r}")
+                seen_nodes.add(node_name)
+                labels = _mapping(merged.get("labels", {}) or {}, f"{npath}.labels")
+                labels = {str(k): str(v) for k, v in labels.items()}
+                labels.setdefault("kubernetes.io/hostname", node_name)
+                labels.setdefault("topology.kubernetes.io/zone", zone)
+                labels.setdefault("topology.kubernetes.io/region", region)
+                nodes.append(
+                    NodeSpec(
+                        name=node_name,
+                        zone=zone,
+                        region=region,
+                        cpu_millicores=parse_cpu(merged.get("cpu", "4"), f"{npath}.cpu"),
+                        memory_bytes=parse_memory(merged.get("memory", "8Gi"), f"{npath}.memory"),
+                        labels=labels,
+                        cpu_utilization=_number(merged, "cpu_utilization", npath, low=0.0, high=1.0, default=0.2),
+                        memory_utilization=_number(merged, "memory_utilization", npath, low=0.0, high=1.0,
+                                                   default=0.3),
+                    )
+                )
+    if not nodes:
+        raise ScenarioError("regions", "a scenario needs at least one node")
+
+    zone_links: dict[tuple[str, str], LinkSpec] = {}
+    explicit: set[tuple[str, str]] = set()
+    for i, raw in enumerate(_list(doc.get("links", []) or [], "links")):
+        path = f"links[{i}]"
+        raw = _mapping(raw, path)
+        a, b = _pair(raw.get("between"), f"{path}.between", zone_names, "zone")
+        link = _link(raw, path, default_jitter)
+        if (a, b) in explicit:
+            raise ScenarioError(f"{path}.between", f"link {a!r} -> {b!r} is defined twice")
+        explicit.add((a, b))
+        zone_links[(a, b)] = link
+        # A symmetric link fills the reverse direction unless that direction is given explicitly.
+        if not raw.get("directed", False) and (b, a) not in explicit:
+            zone_links[(b, a)] = link
+    for a in sorted(zone_names):
+        for b in sorted(zone_names):
+            if (a, b) not in zone_links:
+                raise ScenarioError("links", f"no link defined between zones {a!r} and {b!r}")
+
+    node_links: dict[tuple[str, str], LinkSpec] = {}
+    for i, raw in enumerate(_list(doc.get("node_links", []) or [], "node_links")):
+        path = f"node_links[{i}]"
+        raw = _mapping(raw, path)
+        a, b = _pair(raw.get("between"), f"{path}.between", seen_nodes, "node")
+        if a == b:
+            raise ScenarioError(f"{path}.between", "a node link needs two different nodes")
+        link = _link(raw, path, default_jitter)
+        node_links[(a, b)] = link
+        if not raw.get("directed", False):
+            node_links[(b, a)] = link
+
+    unreachable: set[tuple[str, str]] = set()
+    for i, raw in enumerate(_list(doc.get("unreachable", []) or [], "unreachable")):
+        path = f"unreachable[{i}]"
+        if isinstance(raw, Mapping):
+            a, b = _pair(raw.get("between"), f"{path}.between", seen_nodes, "node")
+            directed = bool(raw.get("directed", False))
+        else:
+            a, b = _pair(raw, path, seen_nodes, "node")
+            directed = False
+        unreachable.add((a, b))
+        if not directed:
+            unreachable.add((b, a))
+
+    description = doc.get("description", "") or ""
+    if not isinstance(description, str):
+        raise ScenarioError("description", "must be a string")
+    return Scenario(
+        name=name,
+        description=description,
+        nodes=tuple(nodes),
+        zone_links=zone_links,
+        node_links=node_links,
+        unreachable=frozenset(unreachable),
+        default_jitter=default_jitter,
+    )

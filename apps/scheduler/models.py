@@ -1,0 +1,3 @@
+"""Models of the scheduler app."""
+
+from django.db import models  # noqa: F401

@@ -1,0 +1,64 @@
+"""Settings from environment variables only (Healthchecks style).
+
+Every value may also come from ``NAME_FILE`` (Docker/Kubernetes secrets). In production
+(``NETAWARE_ENV=production``) a missing required setting stops start-up at once instead of
+falling back to a development default.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+PRODUCTION = os.environ.get("NETAWARE_ENV", "development").strip().lower() == "production"
+
+_UNSET = object()
+
+
+def env(name: str, default: object = _UNSET, *, required_in_production: bool = False) -> str:
+    """Read ``name`` or the file named by ``name_FILE``; fail fast when required."""
+    file_path = os.environ.get(f"{name}_FILE")
+    if file_path:
+        try:
+            return Path(file_path).read_text().strip()
+        except OSError as exc:
+            raise ImproperlyConfigured(f"{name}_FILE={file_path!r} cannot be read: {exc}") from exc
+    value = os.environ.get(name)
+    if value is not None and value != "":
+        return value
+    if PRODUCTION and required_in_production:
+        raise ImproperlyConfigured(f"{name} (or {name}_FILE) must be set when NETAWARE_ENV=production")
+    if default is _UNSET:
+        raise ImproperlyConfigured(f"{name} (or {name}_FILE) must be set")
+    return str(default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = env(name, "1" if default else "0").strip().lower()
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use true/false)")
+
+
+def env_float(name: str, default: float) -> float:
+    raw = env(name, str(default))
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from exc
+
+
+def env_int(name: str, default: int) -> int:
+    raw = env(name, str(default))
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from exc
+
+
+def env_list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in env(name, default).split(",") if item.strip()]

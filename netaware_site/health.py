@@ -1,0 +1,60 @@
+"""Liveness and readiness endpoints.
+
+``/healthz`` only says the process serves requests; ``/readyz`` checks every dependency the
+service needs to do its job (database, Redis, Prometheus) and answers 503 naming the ones that fail.
+"""
+
+from __future__ import annotations
+
+import time
+
+import redis
+import requests
+from django.conf import settings
+from django.db import connection
+from django.http import JsonResponse
+
+
+def healthz(request):  # noqa: ARG001
+    return JsonResponse({"status": "ok"})
+
+
+def _check_database() -> str | None:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception as exc:  # any driver error means "not ready"
+        return f"database: {exc.__class__.__name__}: {exc}".strip()
+    return None
+
+
+def _check_redis() -> str | None:
+    try:
+        client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1)
+        client.ping()
+    except Exception as exc:
+        return f"redis: {exc.__class__.__name__}: {exc}"
+    return None
+
+
+def _check_prometheus() -> str | None:
+    try:
+        response = requests.get(f"{settings.PROMETHEUS_URL.rstrip('/')}/-/ready", timeout=2)
+        if response.status_code != 200:
+            return f"prometheus: HTTP {response.status_code} from /-/ready"
+    except requests.RequestException as exc:
+        return f"prometheus: {exc.__class__.__name__}: {exc}"
+    return None
+
+
+def readyz(request):  # noqa: ARG001
+    started = time.monotonic()
+    checks = {"database": _check_database(), "redis": _check_redis(), "prometheus": _check_prometheus()}
+    failures = {name: msg for name, msg in checks.items() if msg}
+    body = {
+        "status": "ok" if not failures else "unavailable",
+        "checks": {name: (msg or "ok") for name, msg in checks.items()},
+        "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
+    }
+    return JsonResponse(body, status=200 if not failures else 503)

@@ -1,0 +1,107 @@
+"""Start a real Prometheus (Debian package) for a test, with a generated scrape config."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+import yaml
+
+PROMETHEUS_BIN = shutil.which("prometheus") or "/usr/bin/prometheus"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class ScrapeTarget:
+    address: str  # host:port
+    labels: Mapping[str, str]
+    metrics_path: str = "/metrics"
+
+
+@dataclass
+class RunningPrometheus:
+    url: str
+    process: subprocess.Popen
+    workdir: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def wait_for_series(self, query: str, *, minimum: int = 1, timeout: float = 30.0) -> int:
+        """Poll an instant query until it returns at least ``minimum`` series."""
+        deadline = time.monotonic() + timeout
+        count = 0
+        while time.monotonic() < deadline:
+            resp = requests.get(f"{self.url}/api/v1/query", params={"query": query}, timeout=5)
+            if resp.ok:
+                count = len(resp.json()["data"]["result"])
+                if count >= minimum:
+                    return count
+            time.sleep(0.5)
+        raise TimeoutError(f"{query!r} returned {count} series after {timeout}s (wanted {minimum})")
+
+
+def scrape_config(targets: Iterable[ScrapeTarget], *, interval: str = "1s", job: str = "netaware-probe") -> dict:
+    static_configs = []
+    for target in targets:
+        labels = dict(target.labels)
+        if target.metrics_path != "/metrics":
+            labels["__metrics_path__"] = target.metrics_path
+        static_configs.append({"targets": [target.address], "labels": labels})
+    return {
+        "global": {"scrape_interval": interval, "evaluation_interval": interval},
+        "scrape_configs": [{"job_name": job, "scrape_interval": interval, "static_configs": static_configs}],
+    }
+
+
+def start_prometheus(config: dict, *, port: int | None = None, timeout: float = 30.0) -> RunningPrometheus:
+    workdir = Path(tempfile.mkdtemp(prefix="netaware-prom-"))
+    (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
+    port = port or free_port()
+    process = subprocess.Popen(
+        [
+            PROMETHEUS_BIN,
+            f"--config.file={workdir / 'prometheus.yml'}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--web.enable-lifecycle",
+            "--storage.tsdb.retention.time=1d",
+        ],
+        stdout=(workdir / "prometheus.log").open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    running = RunningPrometheus(url=url, process=process, workdir=workdir)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            log = (workdir / "prometheus.log").read_text(errors="replace")[-2000:]
+            running.stop()
+            raise RuntimeError(f"prometheus exited with {process.returncode}: {log}")
+        try:
+            if requests.get(f"{url}/-/ready", timeout=1).ok:
+                return running
+        except requests.RequestException:
+            pass
+        time.sleep(0.2)
+    running.stop()
+    raise TimeoutError("prometheus did not become ready")
