@@ -1,0 +1,1 @@
+"""Framework-free scoring for the extender and the evaluation harness (no Django imports)."""
