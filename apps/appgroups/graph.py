@@ -72,6 +72,10 @@ class WorkloadSpec:
     dependencies: tuple[DependencySpec, ...] = ()
     controller_kind: str = ""
     controller_name: str = ""
+    # Expected footprint (optional hints in the CR): used by cold-start scoring and the evaluation.
+    replicas: int = 1
+    cpu_request_millicores: int = 0
+    memory_request_bytes: int = 0
 
 
 @dataclass(frozen=True)

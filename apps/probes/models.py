@@ -1,3 +1,101 @@
-"""Models of the probes app."""
+"""Time-series tables filled by the Celery pipeline from Prometheus.
 
-from django.db import models  # noqa: F401
+Samples are keyed by (series, source, target, ts) with ``ts`` the end of an aligned pull window, so
+re-pulling a window is an upsert that changes nothing. ``ts`` carries a BRIN index: rows arrive in
+time order, and BRIN keeps time-range scans cheap at a tiny fraction of a B-tree's size.
+"""
+
+from django.contrib.postgres.indexes import BrinIndex
+from django.db import models
+
+from .choices import NodeSeries, PairSeries
+
+
+class PairSample(models.Model):
+    ts = models.DateTimeField(help_text="End of the aligned pull window")
+    series = models.CharField(max_length=16, choices=PairSeries.choices)
+    source = models.CharField(max_length=253)
+    target = models.CharField(max_length=253)
+    value = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["series", "source", "target", "ts"], name="pairsample_unique_point"),
+            models.CheckConstraint(condition=models.Q(value__gte=0), name="pairsample_value_non_negative"),
+        ]
+        indexes = [
+            BrinIndex(fields=["ts"], name="pairsample_ts_brin"),
+            models.Index(fields=["source", "target", "series", "-ts"], name="pairsample_latest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.series} {self.source}->{self.target} @ {self.ts:%Y-%m-%d %H:%M:%S}: {self.value:g}"
+
+
+class NodeSample(models.Model):
+    ts = models.DateTimeField()
+    series = models.CharField(max_length=24, choices=NodeSeries.choices)
+    node = models.CharField(max_length=253)
+    value = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["series", "node", "ts"], name="nodesample_unique_point"),
+        ]
+        indexes = [
+            BrinIndex(fields=["ts"], name="nodesample_ts_brin"),
+            models.Index(fields=["node", "series", "-ts"], name="nodesample_latest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.series} {self.node} @ {self.ts:%Y-%m-%d %H:%M:%S}: {self.value:g}"
+
+
+class PairRollup(models.Model):
+    """Hourly roll-up of raw pair samples, kept after the raw rows are dropped."""
+
+    bucket = models.DateTimeField()
+    series = models.CharField(max_length=16, choices=PairSeries.choices)
+    source = models.CharField(max_length=253)
+    target = models.CharField(max_length=253)
+    count = models.PositiveIntegerField()
+    minimum = models.FloatField()
+    maximum = models.FloatField()
+    mean = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["series", "source", "target", "bucket"], name="pairrollup_unique"),
+        ]
+        indexes = [BrinIndex(fields=["bucket"], name="pairrollup_bucket_brin")]
+
+    def __str__(self) -> str:
+        return f"{self.series} {self.source}->{self.target} hour {self.bucket:%Y-%m-%d %H}:00"
+
+
+class NodeRollup(models.Model):
+    bucket = models.DateTimeField()
+    series = models.CharField(max_length=24, choices=NodeSeries.choices)
+    node = models.CharField(max_length=253)
+    count = models.PositiveIntegerField()
+    minimum = models.FloatField()
+    maximum = models.FloatField()
+    mean = models.FloatField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["series", "node", "bucket"], name="noderollup_unique")]
+        indexes = [BrinIndex(fields=["bucket"], name="noderollup_bucket_brin")]
+
+    def __str__(self) -> str:
+        return f"{self.series} {self.node} hour {self.bucket:%Y-%m-%d %H}:00"
+
+
+class PullWatermark(models.Model):
+    """End of the newest window stored for one named query; the next pull starts there."""
+
+    query = models.CharField(max_length=64, unique=True)
+    last_end = models.DateTimeField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.query}: {self.last_end:%Y-%m-%d %H:%M:%S}"
