@@ -1,0 +1,207 @@
+"""The pipeline's PromQL: defaults for our probe agent and node_exporter, overridable from YAML.
+
+A queries file (settings.NETAWARE["QUERIES_FILE"], env NETAWARE_QUERIES_FILE) may override any
+query by its series name, or switch it off with ``null``; see docs/pipeline.md for the format and
+the smokeping_prober profile. ``$rate`` in a query is replaced by the rate window (the file's
+``rate`` key, else settings.NETAWARE["RATE_WINDOW"]).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import metrics
+from .choices import NodeSeries, PairSeries
+
+
+class QueriesFileError(ValueError):
+    """A queries file is invalid; ``key`` is the dotted path of the offending entry."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}" if key else message)
+        self.key = key
+        self.message = message
+
+
+@dataclass(frozen=True)
+class PairQuery:
+    series: str
+    query: str
+    source_label: str = "source"
+    target_label: str = "target"
+    # Loss ratio is clipped into [0, 1]; other series only have to be finite and non-negative.
+    clip_unit_interval: bool = False
+
+    @property
+    def watermark_key(self) -> str:
+        return f"pair:{self.series}"
+
+
+@dataclass(frozen=True)
+class NodeQuery:
+    series: str
+    query: str
+    node_label: str = "node"
+    clip_unit_interval: bool = False
+
+    @property
+    def watermark_key(self) -> str:
+        return f"node:{self.series}"
+
+
+@dataclass(frozen=True)
+class NodeInfoQuery:
+    query: str
+    node_label: str = "node"
+    zone_label: str = "zone"
+    region_label: str = "region"
+
+
+@dataclass(frozen=True)
+class QuerySet:
+    rate: str
+    pairs: tuple[PairQuery, ...]
+    nodes: tuple[NodeQuery, ...]
+    node_info: NodeInfoQuery | None
+
+
+_RTT = (
+    "histogram_quantile({q}, sum by (source, target, le) "
+    f"(rate({metrics.RTT_HISTOGRAM}_bucket[$rate])))"
+)
+# Pairs that sent nothing in the window give 0/0; `> 0` drops them so the ratio is absent, not NaN.
+_LOSS = (
+    f"1 - sum by (source, target) (increase({metrics.PACKETS_RECEIVED}[$rate])) "
+    f"/ (sum by (source, target) (increase({metrics.PACKETS_SENT}[$rate])) > 0)"
+)
+
+DEFAULT_PAIR_QUERIES: dict[str, dict[str, Any]] = {
+    PairSeries.RTT_P50.value: {"query": _RTT.format(q="0.5")},
+    PairSeries.RTT_P90.value: {"query": _RTT.format(q="0.9")},
+    PairSeries.RTT_P99.value: {"query": _RTT.format(q="0.99")},
+    PairSeries.LOSS.value: {"query": _LOSS},
+    PairSeries.BANDWIDTH.value: {"query": f"max by (source, target) ({metrics.BANDWIDTH})"},
+}
+
+DEFAULT_NODE_QUERIES: dict[str, dict[str, Any]] = {
+    NodeSeries.CPU.value: {"query": '1 - avg by (node) (rate(node_cpu_seconds_total{mode="idle"}[$rate]))'},
+    NodeSeries.MEMORY.value: {
+        "query": "1 - sum by (node) (node_memory_MemAvailable_bytes) / sum by (node) (node_memory_MemTotal_bytes)"
+    },
+    NodeSeries.NET_USED.value: {"query": "sum by (node) (rate(node_network_transmit_bytes_total[$rate]) * 8)"},
+}
+
+DEFAULT_NODE_INFO: dict[str, Any] = {"query": metrics.NODE_INFO}
+
+_TOP_KEYS = {"rate", "pair_queries", "node_queries", "node_info"}
+_PAIR_KEYS = {"query", "source_label", "target_label"}
+_NODE_KEYS = {"query", "node_label"}
+_INFO_KEYS = {"query", "node_label", "zone_label", "region_label"}
+_LABEL_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+_DURATION_RE = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
+_UNIT_INTERVAL = {PairSeries.LOSS.value, NodeSeries.CPU.value, NodeSeries.MEMORY.value}
+
+
+def _mapping(value: Any, key: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise QueriesFileError(key, f"must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def _check_keys(raw: Mapping[str, Any], allowed: set[str], key: str) -> None:
+    for name in raw:
+        if name not in allowed:
+            prefix = f"{key}." if key else ""
+            raise QueriesFileError(f"{prefix}{name}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+
+
+def _entry(raw: Any, allowed: set[str], labels: tuple[str, ...], key: str, defaults: Mapping[str, Any]) -> dict:
+    entry = _mapping(raw, key)
+    _check_keys(entry, allowed, key)
+    merged = {**defaults, **entry}
+    query = merged.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise QueriesFileError(f"{key}.query", "missing or empty PromQL string")
+    for label in labels:
+        value = merged.get(label)
+        if value is None:
+            raise QueriesFileError(f"{key}.{label}", "missing label name")
+        if not isinstance(value, str) or not _LABEL_RE.match(value):
+            raise QueriesFileError(f"{key}.{label}", f"not a valid Prometheus label name: {value!r}")
+    return merged
+
+
+def build_query_set(overrides: Mapping[str, Any] | None, *, rate: str) -> QuerySet:
+    """Merge ``overrides`` (a parsed queries file) over the defaults and validate everything."""
+    raw = _mapping(overrides if overrides is not None else {}, "")
+    _check_keys(raw, _TOP_KEYS, "")
+    rate = raw.get("rate", rate)
+    if not isinstance(rate, str) or not _DURATION_RE.match(rate):
+        raise QueriesFileError("rate", f"not a Prometheus duration: {rate!r}")
+
+    pair_over = _mapping(raw.get("pair_queries") or {}, "pair_queries")
+    _check_keys(pair_over, set(DEFAULT_PAIR_QUERIES), "pair_queries")
+    pairs = []
+    for series, default in DEFAULT_PAIR_QUERIES.items():
+        if series in pair_over and pair_over[series] is None:
+            continue  # switched off
+        spec = pair_over.get(series, {})
+        base = {"source_label": "source", "target_label": "target", **default} if series not in pair_over else {
+            "source_label": "source", "target_label": "target"}
+        if series in pair_over and "query" not in _mapping(spec, f"pair_queries.{series}"):
+            base = {**base, "query": default["query"]}
+        merged = _entry(spec, _PAIR_KEYS, ("source_label", "target_label"), f"pair_queries.{series}", base)
+        pairs.append(PairQuery(series=series, query=merged["query"].replace("$rate", rate),
+                               source_label=merged["source_label"], target_label=merged["target_label"],
+                               clip_unit_interval=series in _UNIT_INTERVAL))
+
+    node_over = _mapping(raw.get("node_queries") or {}, "node_queries")
+    _check_keys(node_over, set(DEFAULT_NODE_QUERIES), "node_queries")
+    nodes = []
+    for series, default in DEFAULT_NODE_QUERIES.items():
+        if series in node_over and node_over[series] is None:
+            continue
+        spec = node_over.get(series, {})
+        merged = _entry(spec, _NODE_KEYS, ("node_label",), f"node_queries.{series}",
+                        {"node_label": "node", **default})
+        nodes.append(NodeQuery(series=series, query=merged["query"].replace("$rate", rate),
+                               node_label=merged["node_label"], clip_unit_interval=series in _UNIT_INTERVAL))
+
+    node_info: NodeInfoQuery | None = None
+    if "node_info" not in raw or raw["node_info"] is not None:
+        merged = _entry(raw.get("node_info", {}), _INFO_KEYS, ("node_label", "zone_label", "region_label"),
+                        "node_info", {"node_label": "node", "zone_label": "zone", "region_label": "region",
+                                      **DEFAULT_NODE_INFO})
+        node_info = NodeInfoQuery(query=merged["query"], node_label=merged["node_label"],
+                                  zone_label=merged["zone_label"], region_label=merged["region_label"])
+    return QuerySet(rate=rate, pairs=tuple(pairs), nodes=tuple(nodes), node_info=node_info)
+
+
+def load_queries_file(path: str | Path, *, rate: str) -> QuerySet:
+    """Parse and validate a queries file; errors are QueriesFileError naming the key."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise QueriesFileError("NETAWARE_QUERIES_FILE", f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise QueriesFileError("", f"{path}: invalid YAML: {exc}") from exc
+    return build_query_set(data, rate=rate)
+
+
+def configured_queries() -> QuerySet:
+    """The query set in force: the file named by settings, else the defaults."""
+    from django.conf import settings
+
+    conf = settings.NETAWARE
+    path = conf.get("QUERIES_FILE") or ""
+    if path:
+        return load_queries_file(path, rate=conf["RATE_WINDOW"])
+    return build_query_set(None, rate=conf["RATE_WINDOW"])

@@ -1,0 +1,202 @@
+"""Kubernetes API access: one configured client, error classification and retry with backoff.
+
+Configuration order: ``settings.NETAWARE["KUBE_API_URL"]`` (+ ``KUBE_TOKEN``, ``KUBE_CA_FILE``) when set,
+else the in-cluster service account, else the local kubeconfig. Every request gets an explicit
+timeout (a hung API server must never hang a sync pass or the extender's bind); urllib3's own
+retries are disabled so that ``retry`` below is the one place that decides what is retried.
+
+kopf-style error classes: 409 (conflict), 429 (throttled), 5xx, connection errors and timeouts are
+*retryable*; 400/401/403/404/422 are *permanent* (retrying cannot help, the caller must report).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import urllib3
+from django.conf import settings
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# (connect, read) seconds for ordinary calls; watches pass their own (read > timeoutSeconds).
+REQUEST_TIMEOUT: tuple[float, float] = (3.0, 10.0)
+RETRYABLE_STATUS = frozenset({409, 429, 500, 502, 503, 504})
+PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 410, 422})
+
+_clients: dict[tuple[str, str, str], k8s.ApiClient] = {}
+_lock = threading.Lock()
+
+
+class _TimeoutApiClient(k8s.ApiClient):
+    """ApiClient that fills in ``_request_timeout`` when a caller forgot it."""
+
+    def call_api(self, method, url, header_params=None, body=None, post_params=None, _request_timeout=None):  # type: ignore[no-untyped-def]
+        return super().call_api(
+            method,
+            url,
+            header_params=header_params,
+            body=body,
+            post_params=post_params,
+            _request_timeout=_request_timeout or REQUEST_TIMEOUT,
+        )
+
+
+def _configuration() -> k8s.Configuration:
+    conf = settings.NETAWARE
+    url = conf.get("KUBE_API_URL") or ""
+    if url:
+        cfg = k8s.Configuration(host=url.rstrip("/"))
+        token = conf.get("KUBE_TOKEN") or ""
+        if token:
+            cfg.api_key = {"BearerToken": token}
+            cfg.api_key_prefix = {"BearerToken": "Bearer"}
+        ca_file = conf.get("KUBE_CA_FILE") or ""
+        if ca_file:
+            cfg.ssl_ca_cert = ca_file
+    else:
+        cfg = k8s.Configuration()
+        try:
+            k8s_config.load_incluster_config(client_configuration=cfg)
+        except k8s_config.ConfigException:
+            k8s_config.load_kube_config(client_configuration=cfg)
+    cfg.retries = False  # our retry() decides; urllib3 must not hide failures behind its own loop
+    return cfg
+
+
+def api_client() -> k8s.ApiClient:
+    """The shared ApiClient for the current settings (cached per API URL/token/CA)."""
+    conf = settings.NETAWARE
+    key = (conf.get("KUBE_API_URL") or "", conf.get("KUBE_TOKEN") or "", conf.get("KUBE_CA_FILE") or "")
+    with _lock:
+        existing = _clients.get(key)
+        if existing is None:
+            existing = _clients[key] = _TimeoutApiClient(_configuration())
+        return existing
+
+
+def reset_clients() -> None:
+    """Drop cached clients (tests that point settings at a new fake API server)."""
+    with _lock:
+        for cached in _clients.values():
+            try:
+                cached.rest_client.close()
+            except Exception:  # pragma: no cover - closing is best effort
+                pass
+        _clients.clear()
+
+
+def custom_objects() -> k8s.CustomObjectsApi:
+    return k8s.CustomObjectsApi(api_client())
+
+
+def core_v1() -> k8s.CoreV1Api:
+    return k8s.CoreV1Api(api_client())
+
+
+def status_of(exc: BaseException) -> int | None:
+    """HTTP status of an API error, None for transport errors."""
+    if isinstance(exc, ApiException):
+        return int(exc.status) if exc.status else None
+    return None
+
+
+def status_body(exc: BaseException) -> dict[str, Any]:
+    """The Kubernetes ``Status`` object of an API error ({} when there is none)."""
+    body = getattr(exc, "body", None)
+    if not body:
+        return {}
+    try:
+        parsed = json.loads(body)
+    except (TypeError, ValueError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """True when trying again later can succeed (409, 429, 5xx, connection errors, timeouts)."""
+    if isinstance(exc, ApiException):
+        status = exc.status or 0
+        if status == 0:  # transport failure wrapped by the client (e.g. TLS handshake)
+            return True
+        return status in RETRYABLE_STATUS or status >= 500
+    return isinstance(exc, urllib3.exceptions.HTTPError | ConnectionError | TimeoutError | OSError)
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    headers = getattr(exc, "headers", None)
+    if not headers:
+        return None
+    try:
+        value = headers.get("Retry-After")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def backoff_delay(attempt: int, *, base_delay: float, max_delay: float) -> float:
+    """Exponential backoff with full jitter: uniform(0, min(max, base * 2**attempt))."""
+    return random.uniform(0, min(max_delay, base_delay * (2**attempt)))
+
+
+def retry(
+    fn: Callable[[], T],
+    *,
+    attempts: int = 5,
+    base_delay: float = 0.2,
+    max_delay: float = 5.0,
+    retry_on: Callable[[BaseException], bool] = is_retryable,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Call ``fn`` until it succeeds, re-raising permanent errors at once and the last retryable
+    error after ``attempts`` tries. ``fn`` must be safe to repeat (re-read before re-writing)."""
+    if attempts < 1:
+        raise ValueError("attempts must be >= 1")
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except Exception as exc:
+            if not retry_on(exc) or attempt == attempts - 1:
+                raise
+            delay = backoff_delay(attempt, base_delay=base_delay, max_delay=max_delay)
+            hinted = retry_after_seconds(exc)
+            if hinted is not None:
+                delay = max(delay, min(hinted, max_delay))
+            log.info("kube call failed (%s), retry %d/%d in %.2fs", describe(exc), attempt + 1, attempts, delay)
+            sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def describe(exc: BaseException) -> str:
+    """One line for logs and sync_error: status, reason and the API server's message."""
+    if isinstance(exc, ApiException):
+        body = status_body(exc)
+        message = body.get("message") or exc.reason or ""
+        return f"HTTP {exc.status} {body.get('reason') or exc.reason}: {message}".strip()
+    return f"{type(exc).__name__}: {exc}"
+
+
+def bind_pod(*, namespace: str, pod: str, node: str, uid: str | None = None) -> None:
+    """POST a Binding (pods/binding). The API server answers with a ``Status``, not a Binding, which
+    the generated client cannot deserialize, so the response is read raw."""
+    body = k8s.V1Binding(
+        api_version="v1",
+        kind="Binding",
+        metadata=k8s.V1ObjectMeta(name=pod, namespace=namespace, uid=uid),
+        target=k8s.V1ObjectReference(api_version="v1", kind="Node", name=node),
+    )
+    resp = core_v1().create_namespaced_pod_binding(pod, namespace, body, _preload_content=False)
+    try:
+        resp.read()
+    finally:
+        resp.release_conn()
