@@ -15,7 +15,7 @@ from django.db import connection
 from django.http import JsonResponse
 
 
-def healthz(request):  # noqa: ARG001
+def healthz(request):
     return JsonResponse({"status": "ok"})
 
 
@@ -48,7 +48,7 @@ def _check_prometheus() -> str | None:
     return None
 
 
-def readyz(request):  # noqa: ARG001
+def readyz(request):
     started = time.monotonic()
     checks = {"database": _check_database(), "redis": _check_redis(), "prometheus": _check_prometheus()}
     failures = {name: msg for name, msg in checks.items() if msg}

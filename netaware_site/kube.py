@@ -11,6 +11,7 @@ kopf-style error classes: 409 (conflict), 429 (throttled), 5xx, connection error
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import random
@@ -89,10 +90,8 @@ def reset_clients() -> None:
     """Drop cached clients (tests that point settings at a new fake API server)."""
     with _lock:
         for cached in _clients.values():
-            try:
+            with contextlib.suppress(Exception):  # closing is best effort
                 cached.rest_client.close()
-            except Exception:  # pragma: no cover - closing is best effort
-                pass
         _clients.clear()
 
 
@@ -172,7 +171,9 @@ def retry(
             hinted = retry_after_seconds(exc)
             if hinted is not None:
                 delay = max(delay, min(hinted, max_delay))
-            log.info("kube call failed (%s), retry %d/%d in %.2fs", describe(exc), attempt + 1, attempts, delay)
+            log.info(
+                "kube call failed (%s), retry %d/%d in %.2fs", describe(exc), attempt + 1, attempts, delay
+            )
             sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
 

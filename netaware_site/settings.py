@@ -140,6 +140,8 @@ NETAWARE = {
     "LATENCY_QUANTILE": env_float("NETAWARE_LATENCY_QUANTILE", 0.9),
     # Pairs whose newest sample is older than this are dropped from the topology and flagged stale.
     "STALE_AFTER_SECONDS": env_int("NETAWARE_STALE_AFTER_SECONDS", 600),
+    # Topology snapshots kept in Postgres (older versions are pruned on every new one).
+    "TOPOLOGY_KEEP_SNAPSHOTS": env_int("NETAWARE_TOPOLOGY_KEEP_SNAPSHOTS", 20),
     # Width of one pull window (seconds); windows are aligned to multiples of it.
     "PULL_WINDOW_SECONDS": env_int("NETAWARE_PULL_WINDOW_SECONDS", 60),
     # Range over which rate()/increase() are evaluated inside PromQL.

@@ -18,4 +18,5 @@ urlpatterns = [
     path("scheduler/", include("apps.scheduler.urls")),
     path("", include("apps.topology.urls")),
     path("", include("apps.appgroups.urls")),
+    path("", include("apps.scheduler.dashboard_urls")),
 ]

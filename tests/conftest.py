@@ -31,3 +31,30 @@ def celery_worker_thread(transactional_db, settings):
 
     with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING") as worker:
         yield worker
+
+
+@pytest.fixture
+def fake_kube(settings):
+    """A running fake Kubernetes API server (tests/support/fake_kube.py) that netaware_site.kube
+    talks to: the CRDs in k8s/crds/ are registered (schemas enforced) plus fallbacks for our and the
+    diktyo AppGroup/NetworkTopology kinds."""
+    from pathlib import Path
+
+    from netaware_site import kube
+    from tests.support.fake_kube import FakeKube
+
+    server = FakeKube().start()
+    crd_dir = Path(settings.BASE_DIR) / "k8s" / "crds"
+    for path in sorted(crd_dir.glob("*.y*ml")) if crd_dir.is_dir() else ():
+        server.register_crd_file(path)
+    server.register_defaults()
+    settings.NETAWARE = {
+        **settings.NETAWARE,
+        "KUBE_API_URL": server.url,
+        "KUBE_TOKEN": "",
+        "KUBE_CA_FILE": "",
+    }
+    kube.reset_clients()
+    yield server
+    server.stop()
+    kube.reset_clients()

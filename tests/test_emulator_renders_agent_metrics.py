@@ -87,7 +87,7 @@ def test_rendered_node_metrics_parse_and_follow_the_scenario() -> None:
     assert pair("b2") not in samples(fams, metrics.BANDWIDTH)
 
     # histogram: the scenario latency is the p90; p50 < p90 < p99 around it
-    b1 = sorted(((float(s.labels["le"]), s.value) for s in buckets if s.labels["target"] == "b1"))
+    b1 = sorted((float(s.labels["le"]), s.value) for s in buckets if s.labels["target"] == "b1")
     bounds = np.array([le for le, _ in b1])
     cumulative = np.array([v for _, v in b1])
     assert cumulative[-1] == received[pair("b1")]

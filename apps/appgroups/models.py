@@ -1,3 +1,311 @@
-"""Models of the appgroups app."""
+"""AppGroups: which workloads talk to which, and how much each conversation cares about the network.
 
-from django.db import models  # noqa: F401
+The rules live here once — field validators, ``clean()`` and ``Meta.constraints`` — so the admin,
+the dashboard forms, the API and the CR import (services.py) reject the same things with the same
+messages. Cross-row rules the database cannot express (a dependency's target must belong to the
+same AppGroup) are in ``clean()`` and in the service that writes whole graphs.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import F, Q
+from django.db.models.lookups import GreaterThan
+from django.utils import timezone
+
+from . import quantity, validators
+from .choices import Origin, PlacementSource, TopologySortingAlgorithm
+
+MAX_NETWORK_COST = 10000  # scheduler-plugins' AppGroup CRD bound (maxNetworkCost maximum)
+
+
+def validate_namespace(value: str) -> None:
+    error = validators.dns1123_label_error(value, "namespace")
+    if error:
+        raise ValidationError(error, code="invalid")
+
+
+def validate_appgroup_name(value: str) -> None:
+    error = validators.dns1123_subdomain_error(value, "name")
+    if error:
+        raise ValidationError(error, code="invalid")
+
+
+def validate_workload_name(value: str) -> None:
+    """Workload names are label values: they double as the diktyo workload selector."""
+    if not value:
+        raise ValidationError("workload name must not be empty", code="required")
+    error = validators.label_value_error(value)
+    if error:
+        raise ValidationError(error.replace("label value", "workload name"), code="invalid")
+
+
+def validate_quantity(value: str) -> None:
+    if value in ("", None):
+        return
+    try:
+        number = quantity.parse_quantity(value)
+    except quantity.QuantityError as exc:
+        raise ValidationError(str(exc), code="invalid") from exc
+    if number < 0:
+        raise ValidationError(f"{value!r} must not be negative", code="min_value")
+
+
+class AppGroup(models.Model):
+    namespace = models.CharField(max_length=63, validators=[validate_namespace])
+    name = models.CharField(max_length=253, validators=[validate_appgroup_name])
+    description = models.TextField(blank=True)
+    topology_sorting_algorithm = models.CharField(
+        max_length=32, choices=TopologySortingAlgorithm.choices, default=TopologySortingAlgorithm.KAHN
+    )
+    # Sync bookkeeping (written by apps.appgroups.sync): the cluster object's resourceVersion we
+    # last saw or wrote, who authored the current spec, and a hash of the spec we last applied.
+    resource_version = models.CharField(max_length=64, blank=True)
+    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.NETAWARE)
+    spec_hash = models.CharField(max_length=64, blank=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    sync_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("namespace", "name")
+        constraints = [
+            models.UniqueConstraint(
+                fields=("namespace", "name"),
+                name="appgroups_appgroup_unique_namespace_name",
+                violation_error_message="An AppGroup with this namespace and name already exists.",
+            ),
+            models.CheckConstraint(
+                condition=Q(topology_sorting_algorithm__in=TopologySortingAlgorithm.values),
+                name="appgroups_appgroup_algorithm_valid",
+                violation_error_message="Unknown topology sorting algorithm.",
+            ),
+            models.CheckConstraint(
+                condition=Q(origin__in=Origin.values),
+                name="appgroups_appgroup_origin_valid",
+                violation_error_message="Unknown origin.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class Workload(models.Model):
+    appgroup = models.ForeignKey(AppGroup, on_delete=models.CASCADE, related_name="workloads")
+    name = models.CharField(max_length=63, validators=[validate_workload_name])
+    # Declaration order: decides the first-matching workload for a pod and ties in the sort.
+    position = models.PositiveIntegerField(default=0)
+    selector = models.JSONField(
+        help_text="Label selector: {matchLabels: {...}, matchExpressions: [...]}, or a string such as app=frontend."
+    )
+    weight = models.FloatField(
+        default=1.0, validators=[MinValueValidator(0.0)], help_text="Importance (>= 0)."
+    )
+    controller_kind = models.CharField(max_length=63, blank=True, help_text="e.g. Deployment")
+    controller_name = models.CharField(max_length=253, blank=True)
+    replicas = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+    cpu_request = models.CharField(
+        max_length=32, blank=True, validators=[validate_quantity], help_text="e.g. 100m"
+    )
+    memory_request = models.CharField(
+        max_length=32, blank=True, validators=[validate_quantity], help_text="e.g. 64Mi"
+    )
+
+    class Meta:
+        ordering = ("appgroup", "position", "id")
+        constraints = [
+            models.UniqueConstraint(
+                fields=("appgroup", "name"),
+                name="appgroups_workload_unique_name",
+                violation_error_message="A workload with this name already exists in the AppGroup.",
+            ),
+            models.CheckConstraint(
+                condition=Q(weight__gte=0),
+                name="appgroups_workload_weight_non_negative",
+                violation_error_message="Workload weight must be >= 0.",
+            ),
+            models.CheckConstraint(
+                condition=Q(replicas__isnull=True) | Q(replicas__gte=1),
+                name="appgroups_workload_replicas_positive",
+                violation_error_message="Replicas must be >= 1.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        super().clean()
+        if self.selector in (None, "", {}):
+            raise ValidationError({"selector": "selector must not be empty (it would select every pod)"})
+        try:
+            self.selector = validators.normalize_selector(self.selector)
+        except validators.SelectorError as exc:
+            where = f"{exc.path}: " if exc.path else ""
+            raise ValidationError({"selector": f"{where}{exc.message}"}) from exc
+
+    @property
+    def cpu_request_millicores(self) -> int:
+        return quantity.cpu_millicores(self.cpu_request) if self.cpu_request else 0
+
+    @property
+    def memory_request_bytes(self) -> int:
+        return quantity.memory_bytes(self.memory_request) if self.memory_request else 0
+
+
+class Dependency(models.Model):
+    appgroup = models.ForeignKey(AppGroup, on_delete=models.CASCADE, related_name="dependencies")
+    source = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="dependencies")
+    target = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="dependents")
+    position = models.PositiveIntegerField(default=0)
+    latency = models.FloatField(validators=[MinValueValidator(0.0)], help_text="Latency sensitivity (>= 0).")
+    bandwidth = models.FloatField(
+        validators=[MinValueValidator(0.0)], help_text="Bandwidth sensitivity (>= 0)."
+    )
+    lossrate = models.FloatField(validators=[MinValueValidator(0.0)], help_text="Loss sensitivity (>= 0).")
+    max_network_cost = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MaxValueValidator(MAX_NETWORK_COST)],
+        help_text="0..10000, as in the KEP",
+    )
+    min_bandwidth = models.CharField(
+        max_length=32,
+        blank=True,
+        validators=[validate_quantity],
+        help_text="Kubernetes quantity in bit/s, e.g. 100M",
+    )
+    min_bandwidth_bps = models.FloatField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ("appgroup", "source__position", "position", "id")
+        verbose_name_plural = "dependencies"
+        constraints = [
+            models.UniqueConstraint(
+                fields=("source", "target"),
+                name="appgroups_dependency_unique_pair",
+                violation_error_message="This dependency is already declared.",
+            ),
+            models.CheckConstraint(
+                condition=~Q(source=F("target")),
+                name="appgroups_dependency_not_self",
+                violation_error_message="A workload cannot depend on itself.",
+            ),
+            models.CheckConstraint(
+                condition=Q(latency__gte=0) & Q(bandwidth__gte=0) & Q(lossrate__gte=0),
+                name="appgroups_dependency_sensitivity_non_negative",
+                violation_error_message="Sensitivities must be >= 0.",
+            ),
+            models.CheckConstraint(
+                condition=GreaterThan(F("latency") + F("bandwidth") + F("lossrate"), 0),
+                name="appgroups_dependency_sensitivity_positive_sum",
+                violation_error_message="Latency, bandwidth and lossrate sensitivities must have a positive sum.",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_network_cost__isnull=True) | Q(max_network_cost__lte=MAX_NETWORK_COST),
+                name="appgroups_dependency_max_network_cost_range",
+                violation_error_message=f"maxNetworkCost must be between 0 and {MAX_NETWORK_COST}.",
+            ),
+            models.CheckConstraint(
+                condition=Q(min_bandwidth_bps__isnull=True) | Q(min_bandwidth_bps__gte=0),
+                name="appgroups_dependency_min_bandwidth_non_negative",
+                violation_error_message="minBandwidth must not be negative.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_id}->{self.target_id}"
+
+    def _update_derived(self) -> None:
+        if self.appgroup_id is None and self.source_id is not None:
+            self.appgroup_id = (
+                Workload.objects.filter(pk=self.source_id).values_list("appgroup_id", flat=True).first()
+            )
+        if self.min_bandwidth:
+            try:
+                self.min_bandwidth_bps = quantity.bandwidth_bps(self.min_bandwidth)
+            except quantity.QuantityError:
+                self.min_bandwidth_bps = None
+        else:
+            self.min_bandwidth_bps = None
+
+    def clean(self) -> None:
+        super().clean()
+        errors: dict[str, list[str]] = {}
+        self._update_derived()
+        if self.source_id is not None and self.source_id == self.target_id:
+            errors.setdefault("target", []).append("A workload cannot depend on itself.")
+        elif self.source_id is not None and self.target_id is not None:
+            groups = dict(
+                Workload.objects.filter(pk__in=(self.source_id, self.target_id)).values_list(
+                    "pk", "appgroup_id"
+                )
+            )
+            source_group, target_group = groups.get(self.source_id), groups.get(self.target_id)
+            if target_group != source_group:
+                errors.setdefault("target", []).append(
+                    "Unknown dependency target: the workload belongs to another AppGroup."
+                )
+            if self.appgroup_id is not None and source_group is not None and source_group != self.appgroup_id:
+                errors.setdefault("source", []).append("The source workload belongs to another AppGroup.")
+        values = (self.latency, self.bandwidth, self.lossrate)
+        if (
+            all(isinstance(v, int | float) for v in values)
+            and all(v >= 0 for v in values)
+            and sum(values) <= 0
+        ):
+            errors.setdefault("__all__", []).append(
+                "Latency, bandwidth and lossrate sensitivities must have a positive sum."
+            )
+        if errors:
+            raise ValidationError(errors)
+
+    def save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self._update_derived()
+        super().save(*args, **kwargs)
+
+
+class Placement(models.Model):
+    """Where one pod of an AppGroup workload is bound (recorded by the extender or the pod watcher)."""
+
+    pod_namespace = models.CharField(max_length=63)
+    pod_name = models.CharField(max_length=253)
+    pod_uid = models.CharField(max_length=64, blank=True)
+    node_name = models.CharField(max_length=253)
+    appgroup = models.ForeignKey(AppGroup, on_delete=models.CASCADE, related_name="placements")
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="placements")
+    bound_at = models.DateTimeField(default=timezone.now)
+    source = models.CharField(
+        max_length=16, choices=PlacementSource.choices, default=PlacementSource.EXTENDER
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("appgroup", "workload__position", "pod_namespace", "pod_name")
+        constraints = [
+            models.UniqueConstraint(
+                fields=("pod_namespace", "pod_name"),
+                name="appgroups_placement_unique_pod",
+                violation_error_message="A placement for this pod already exists.",
+            ),
+            models.CheckConstraint(
+                condition=Q(source__in=PlacementSource.values),
+                name="appgroups_placement_source_valid",
+                violation_error_message="Unknown placement source.",
+            ),
+        ]
+        indexes = [models.Index(fields=("node_name",), name="appgroups_placement_node")]
+
+    def __str__(self) -> str:
+        return f"{self.pod_namespace}/{self.pod_name}@{self.node_name}"
+
+    def clean(self) -> None:
+        super().clean()
+        if self.workload_id is not None and self.appgroup_id is not None:
+            group = Workload.objects.filter(pk=self.workload_id).values_list("appgroup_id", flat=True).first()
+            if group is not None and group != self.appgroup_id:
+                raise ValidationError({"workload": "The workload belongs to another AppGroup."})

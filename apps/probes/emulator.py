@@ -164,7 +164,7 @@ class Emulator:
         if elapsed > 0:
             self._advance_nodes(elapsed)
             self._last = now
-        due = int(math.floor((now - self._start) * self.ping_rate_hz)) - self._pings_done
+        due = math.floor((now - self._start) * self.ping_rate_hz) - self._pings_done
         while due > 0:
             chunk = min(due, _MAX_CHUNK)
             self._ping(chunk)

@@ -1,8 +1,11 @@
 """Time-series tables filled by the Celery pipeline from Prometheus.
 
 Samples are keyed by (series, source, target, ts) with ``ts`` the end of an aligned pull window, so
-re-pulling a window is an upsert that changes nothing. ``ts`` carries a BRIN index: rows arrive in
-time order, and BRIN keeps time-range scans cheap at a tiny fraction of a B-tree's size.
+re-pulling a window is an upsert that changes nothing. The unique index leads with ``ts``: a new
+window's rows all land at the right edge of the B-tree, so inserts stay fast however large the
+table grows (with ``series`` first, a 200-node window slowed from 1.3 s to 7+ s after 20 windows),
+and the same index serves "newest per pair since T" scans. ``ts`` also carries a BRIN index for
+cheap time-range scans by the retention task.
 """
 
 from django.contrib.postgres.indexes import BrinIndex
@@ -20,13 +23,10 @@ class PairSample(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["series", "source", "target", "ts"], name="pairsample_unique_point"),
+            models.UniqueConstraint(fields=["ts", "series", "source", "target"], name="pairsample_unique_point"),
             models.CheckConstraint(condition=models.Q(value__gte=0), name="pairsample_value_non_negative"),
         ]
-        indexes = [
-            BrinIndex(fields=["ts"], name="pairsample_ts_brin"),
-            models.Index(fields=["source", "target", "series", "-ts"], name="pairsample_latest"),
-        ]
+        indexes = [BrinIndex(fields=["ts"], name="pairsample_ts_brin")]
 
     def __str__(self) -> str:
         return f"{self.series} {self.source}->{self.target} @ {self.ts:%Y-%m-%d %H:%M:%S}: {self.value:g}"
@@ -40,12 +40,9 @@ class NodeSample(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["series", "node", "ts"], name="nodesample_unique_point"),
+            models.UniqueConstraint(fields=["ts", "series", "node"], name="nodesample_unique_point"),
         ]
-        indexes = [
-            BrinIndex(fields=["ts"], name="nodesample_ts_brin"),
-            models.Index(fields=["node", "series", "-ts"], name="nodesample_latest"),
-        ]
+        indexes = [BrinIndex(fields=["ts"], name="nodesample_ts_brin")]
 
     def __str__(self) -> str:
         return f"{self.series} {self.node} @ {self.ts:%Y-%m-%d %H:%M:%S}: {self.value:g}"
@@ -65,7 +62,7 @@ class PairRollup(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["series", "source", "target", "bucket"], name="pairrollup_unique"),
+            models.UniqueConstraint(fields=["bucket", "series", "source", "target"], name="pairrollup_unique"),
         ]
         indexes = [BrinIndex(fields=["bucket"], name="pairrollup_bucket_brin")]
 
@@ -83,7 +80,7 @@ class NodeRollup(models.Model):
     mean = models.FloatField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["series", "node", "bucket"], name="noderollup_unique")]
+        constraints = [models.UniqueConstraint(fields=["bucket", "series", "node"], name="noderollup_unique")]
         indexes = [BrinIndex(fields=["bucket"], name="noderollup_bucket_brin")]
 
     def __str__(self) -> str:

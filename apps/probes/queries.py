@@ -81,23 +81,28 @@ _LOSS = (
     f"/ (sum by (source, target) (increase({metrics.PACKETS_SENT}[$rate])) > 0)"
 )
 
+_PAIR_LABELS = {"source_label": "source", "target_label": "target"}
 DEFAULT_PAIR_QUERIES: dict[str, dict[str, Any]] = {
-    PairSeries.RTT_P50.value: {"query": _RTT.format(q="0.5")},
-    PairSeries.RTT_P90.value: {"query": _RTT.format(q="0.9")},
-    PairSeries.RTT_P99.value: {"query": _RTT.format(q="0.99")},
-    PairSeries.LOSS.value: {"query": _LOSS},
-    PairSeries.BANDWIDTH.value: {"query": f"max by (source, target) ({metrics.BANDWIDTH})"},
+    PairSeries.RTT_P50.value: {"query": _RTT.format(q="0.5"), **_PAIR_LABELS},
+    PairSeries.RTT_P90.value: {"query": _RTT.format(q="0.9"), **_PAIR_LABELS},
+    PairSeries.RTT_P99.value: {"query": _RTT.format(q="0.99"), **_PAIR_LABELS},
+    PairSeries.LOSS.value: {"query": _LOSS, **_PAIR_LABELS},
+    PairSeries.BANDWIDTH.value: {"query": f"max by (source, target) ({metrics.BANDWIDTH})", **_PAIR_LABELS},
 }
 
 DEFAULT_NODE_QUERIES: dict[str, dict[str, Any]] = {
-    NodeSeries.CPU.value: {"query": '1 - avg by (node) (rate(node_cpu_seconds_total{mode="idle"}[$rate]))'},
+    NodeSeries.CPU.value: {
+        "query": '1 - avg by (node) (rate(node_cpu_seconds_total{mode="idle"}[$rate]))', "node_label": "node"},
     NodeSeries.MEMORY.value: {
-        "query": "1 - sum by (node) (node_memory_MemAvailable_bytes) / sum by (node) (node_memory_MemTotal_bytes)"
+        "query": "1 - sum by (node) (node_memory_MemAvailable_bytes) / sum by (node) (node_memory_MemTotal_bytes)",
+        "node_label": "node",
     },
-    NodeSeries.NET_USED.value: {"query": "sum by (node) (rate(node_network_transmit_bytes_total[$rate]) * 8)"},
+    NodeSeries.NET_USED.value: {
+        "query": "sum by (node) (rate(node_network_transmit_bytes_total[$rate]) * 8)", "node_label": "node"},
 }
 
-DEFAULT_NODE_INFO: dict[str, Any] = {"query": metrics.NODE_INFO}
+DEFAULT_NODE_INFO: dict[str, Any] = {
+    "query": metrics.NODE_INFO, "node_label": "node", "zone_label": "zone", "region_label": "region"}
 
 _TOP_KEYS = {"rate", "pair_queries", "node_queries", "node_info"}
 _PAIR_KEYS = {"query", "source_label", "target_label"}
@@ -121,20 +126,20 @@ def _check_keys(raw: Mapping[str, Any], allowed: set[str], key: str) -> None:
             raise QueriesFileError(f"{prefix}{name}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
 
 
-def _entry(raw: Any, allowed: set[str], labels: tuple[str, ...], key: str, defaults: Mapping[str, Any]) -> dict:
+def _entry(raw: Any, allowed: set[str], required: tuple[str, ...], key: str) -> Mapping[str, Any]:
+    """An override replaces the default entry wholly, so it must name its labels explicitly."""
     entry = _mapping(raw, key)
     _check_keys(entry, allowed, key)
-    merged = {**defaults, **entry}
-    query = merged.get("query")
+    query = entry.get("query")
     if not isinstance(query, str) or not query.strip():
         raise QueriesFileError(f"{key}.query", "missing or empty PromQL string")
-    for label in labels:
-        value = merged.get(label)
+    for label in required:
+        value = entry.get(label)
         if value is None:
             raise QueriesFileError(f"{key}.{label}", "missing label name")
         if not isinstance(value, str) or not _LABEL_RE.match(value):
             raise QueriesFileError(f"{key}.{label}", f"not a valid Prometheus label name: {value!r}")
-    return merged
+    return entry
 
 
 def build_query_set(overrides: Mapping[str, Any] | None, *, rate: str) -> QuerySet:
@@ -149,37 +154,38 @@ def build_query_set(overrides: Mapping[str, Any] | None, *, rate: str) -> QueryS
     _check_keys(pair_over, set(DEFAULT_PAIR_QUERIES), "pair_queries")
     pairs = []
     for series, default in DEFAULT_PAIR_QUERIES.items():
-        if series in pair_over and pair_over[series] is None:
-            continue  # switched off
-        spec = pair_over.get(series, {})
-        base = {"source_label": "source", "target_label": "target", **default} if series not in pair_over else {
-            "source_label": "source", "target_label": "target"}
-        if series in pair_over and "query" not in _mapping(spec, f"pair_queries.{series}"):
-            base = {**base, "query": default["query"]}
-        merged = _entry(spec, _PAIR_KEYS, ("source_label", "target_label"), f"pair_queries.{series}", base)
-        pairs.append(PairQuery(series=series, query=merged["query"].replace("$rate", rate),
-                               source_label=merged["source_label"], target_label=merged["target_label"],
+        if series in pair_over:
+            if pair_over[series] is None:
+                continue  # switched off
+            spec = _entry(pair_over[series], _PAIR_KEYS, ("source_label", "target_label"),
+                          f"pair_queries.{series}")
+        else:
+            spec = default
+        pairs.append(PairQuery(series=series, query=spec["query"].replace("$rate", rate),
+                               source_label=spec["source_label"], target_label=spec["target_label"],
                                clip_unit_interval=series in _UNIT_INTERVAL))
 
     node_over = _mapping(raw.get("node_queries") or {}, "node_queries")
     _check_keys(node_over, set(DEFAULT_NODE_QUERIES), "node_queries")
     nodes = []
     for series, default in DEFAULT_NODE_QUERIES.items():
-        if series in node_over and node_over[series] is None:
-            continue
-        spec = node_over.get(series, {})
-        merged = _entry(spec, _NODE_KEYS, ("node_label",), f"node_queries.{series}",
-                        {"node_label": "node", **default})
-        nodes.append(NodeQuery(series=series, query=merged["query"].replace("$rate", rate),
-                               node_label=merged["node_label"], clip_unit_interval=series in _UNIT_INTERVAL))
+        if series in node_over:
+            if node_over[series] is None:
+                continue
+            spec = _entry(node_over[series], _NODE_KEYS, ("node_label",), f"node_queries.{series}")
+        else:
+            spec = default
+        nodes.append(NodeQuery(series=series, query=spec["query"].replace("$rate", rate),
+                               node_label=spec["node_label"], clip_unit_interval=series in _UNIT_INTERVAL))
 
     node_info: NodeInfoQuery | None = None
-    if "node_info" not in raw or raw["node_info"] is not None:
-        merged = _entry(raw.get("node_info", {}), _INFO_KEYS, ("node_label", "zone_label", "region_label"),
-                        "node_info", {"node_label": "node", "zone_label": "zone", "region_label": "region",
-                                      **DEFAULT_NODE_INFO})
-        node_info = NodeInfoQuery(query=merged["query"], node_label=merged["node_label"],
-                                  zone_label=merged["zone_label"], region_label=merged["region_label"])
+    if "node_info" in raw:
+        if raw["node_info"] is not None:
+            spec = _entry(raw["node_info"], _INFO_KEYS, ("node_label", "zone_label", "region_label"), "node_info")
+            node_info = NodeInfoQuery(query=spec["query"].replace("$rate", rate), node_label=spec["node_label"],
+                                      zone_label=spec["zone_label"], region_label=spec["region_label"])
+    else:
+        node_info = NodeInfoQuery(**DEFAULT_NODE_INFO)
     return QuerySet(rate=rate, pairs=tuple(pairs), nodes=tuple(nodes), node_info=node_info)
 
 

@@ -100,7 +100,7 @@ def parse_cpu(value: Any, path: str) -> int:
     millicores = number if match.group(2) else number * 1000
     if millicores <= 0:
         raise ScenarioError(path, "must be positive")
-    return int(round(millicores))
+    return round(millicores)
 
 
 def parse_memory(value: Any, path: str) -> int:
@@ -136,6 +136,16 @@ def _mapping(value: Any, path: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ScenarioError(path, f"must be a mapping, got {type(value).__name__}")
     return value
+
+
+def _known(raw: Mapping[str, Any], allowed: set[str], path: str) -> None:
+    """Reject unknown keys so a typo (``cpu_utilisation``) is an error, not a silent default."""
+    unknown = sorted(str(key) for key in raw if key not in allowed)
+    if unknown:
+        raise ScenarioError(f"{path}.{unknown[0]}", f"unknown field (allowed: {', '.join(sorted(allowed))})")
+
+
+_NODE_FIELDS = {"name", "cpu", "memory", "labels", "cpu_utilization", "memory_utilization"}
 
 
 def _list(value: Any, path: str) -> list[Any]:
@@ -181,6 +191,7 @@ def _expand_nodes(raw_zone: Mapping[str, Any], path: str) -> list[tuple[Mapping[
     if "range" in raw_zone:
         rpath = f"{path}.range"
         rng = _mapping(raw_zone["range"], rpath)
+        _known(rng, (_NODE_FIELDS - {"name"}) | {"prefix", "from", "to"}, rpath)
         prefix = rng.get("prefix", "")
         if not isinstance(prefix, str):
             raise ScenarioError(f"{rpath}.prefix", "must be a string")
@@ -216,8 +227,10 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
         raise ScenarioError(unknown[0], f"unknown top-level field (allowed: {', '.join(sorted(allowed))})")
     name = _name(doc.get("name"), "name")
     defaults = _mapping(doc.get("defaults", {}) or {}, "defaults")
+    _known(defaults, {"jitter", "node"}, "defaults")
     default_jitter = _number(defaults, "jitter", "defaults", low=0.0, high=1.0, default=0.1)
     default_node = _mapping(defaults.get("node", {}) or {}, "defaults.node")
+    _known(default_node, _NODE_FIELDS - {"name"}, "defaults.node")
 
     nodes: list[NodeSpec] = []
     seen_nodes: set[str] = set()
@@ -225,10 +238,12 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
     for r, raw_region in enumerate(_list(doc.get("regions"), "regions")):
         rpath = f"regions[{r}]"
         raw_region = _mapping(raw_region, rpath)
+        _known(raw_region, {"name", "zones"}, rpath)
         region = _name(raw_region.get("name"), f"{rpath}.name")
         for z, raw_zone in enumerate(_list(raw_region.get("zones"), f"{rpath}.zones")):
             zpath = f"{rpath}.zones[{z}]"
             raw_zone = _mapping(raw_zone, zpath)
+            _known(raw_zone, {"name", "nodes", "range"}, zpath)
             zone = raw_zone.get("name")
             if not isinstance(zone, str) or not zone:
                 raise ScenarioError(f"{zpath}.name", "is required")
@@ -236,6 +251,7 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
                 raise ScenarioError(f"{zpath}.name", f"duplicate zone {zone!r}")
             zone_names.add(zone)
             for raw_node, npath in _expand_nodes(raw_zone, zpath):
+                _known(raw_node, _NODE_FIELDS, npath)
                 merged = {**default_node, **raw_node}
                 node_name = _name(merged.get("name"), f"{npath}.name")
                 if node_name in seen_nodes:

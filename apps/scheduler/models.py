@@ -1,3 +1,126 @@
-"""Models of the scheduler app."""
+"""Scheduler profiles (named scorer/filter sets) and the bounded decision log."""
 
-from django.db import models  # noqa: F401
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+from .choices import Verb
+
+
+def _orjson_dumps(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
+
+
+class FastJSONField(models.JSONField):
+    """JSONField serialized with orjson (numpy arrays allowed): decision breakdowns hold a few
+    thousand floats and are written on the extender's request path."""
+
+    def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
+        if connection.vendor == "postgresql" and not hasattr(value, "as_sql") and value is not None:
+            from psycopg.types.json import Jsonb
+
+            return Jsonb(value, dumps=_orjson_dumps)
+        return super().get_db_prep_value(value, connection, prepared)
+
+
+class SchedulerProfile(models.Model):
+    """A named set of scorers (with weights and params) and filters; one profile is the default.
+
+    ``scorers`` is a list of ``{"name", "weight", "params"}``, ``filters`` a list of filter names and
+    ``params`` maps a filter name to its parameters; all are validated against the scoring engine's registry in
+    ``clean()`` so admin, the API and data migrations agree.
+    """
+
+    name = models.SlugField(max_length=63, unique=True)
+    description = models.TextField(blank=True)
+    is_default = models.BooleanField(default=False)
+    scorers = models.JSONField(default=list, blank=True)
+    filters = models.JSONField(default=list, blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("name",)
+        constraints = [
+            models.UniqueConstraint(fields=["is_default"], condition=Q(is_default=True), name="scheduler_one_default_profile"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name + (" (default)" if self.is_default else "")
+
+    def clean(self) -> None:
+        from .profiles import validate_profile_fields
+
+        errors = validate_profile_fields(scorers=self.scorers, filters=self.filters, params=self.params)
+        if self.is_default:
+            others = SchedulerProfile.objects.filter(is_default=True).exclude(pk=self.pk)
+            if others.exists():
+                errors.setdefault("is_default", []).append(
+                    f"profile {others.first().name!r} is already the default; unset it first"  # type: ignore[union-attr]
+                )
+        if errors:
+            raise ValidationError(errors)
+
+
+class Decision(models.Model):
+    """One extender call: what was asked, what was answered and why (per node, per scorer)."""
+
+    ts = models.DateTimeField(db_index=True)
+    verb = models.CharField(max_length=16, choices=Verb.choices)
+    pod_namespace = models.CharField(max_length=253, blank=True)
+    pod_name = models.CharField(max_length=253, blank=True)
+    pod_uid = models.CharField(max_length=64, blank=True)
+    profile = models.CharField(max_length=63, blank=True)
+    workload = models.CharField(max_length=253, blank=True, help_text="appgroup namespace/name/workload")
+    node = models.CharField(max_length=253, blank=True, help_text="bind target / best node")
+    candidates = models.PositiveIntegerField(default=0)
+    result = FastJSONField(default=dict, blank=True)
+    # Column-oriented for a cheap write: {"nodes": [...], "total": [...], "extender": [...],
+    # "scorers": {name: [...]}, "reasons": {node: reason}}; the API presents it node by node.
+    breakdown = FastJSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    duration_ms = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ("-id",)
+        indexes = [
+            models.Index(fields=["pod_namespace", "pod_name"]),
+            models.Index(fields=["verb", "ts"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.verb} {self.pod_namespace}/{self.pod_name} @ {self.ts:%Y-%m-%d %H:%M:%S}"
+
+
+class ObservedPod(models.Model):
+    """The cluster watcher's pod cache: what each pod requests and where it runs.
+
+    Requested resources per node (kube-scheduler's NodeResourcesFit view) are summed from here,
+    and ``diagnose`` looks pods up here before asking the Kubernetes API.
+    """
+
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=64, blank=True)
+    node_name = models.CharField(max_length=253, blank=True, db_index=True)
+    phase = models.CharField(max_length=32, blank=True)
+    terminal = models.BooleanField(default=False, help_text="Succeeded/Failed or being deleted")
+    labels = models.JSONField(default=dict, blank=True)
+    annotations = models.JSONField(default=dict, blank=True)
+    cpu_request_millicores = models.BigIntegerField(default=0)
+    memory_request_bytes = models.BigIntegerField(default=0)
+    resource_version = models.CharField(max_length=64, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("namespace", "name")
+        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="scheduler_observedpod_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}@{self.node_name or '-'}"

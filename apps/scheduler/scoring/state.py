@@ -23,6 +23,8 @@ class PodInfo:
     annotations: Mapping[str, str] = field(default_factory=dict)
     cpu_request_millicores: int = 0
     memory_request_bytes: int = 0
+    # Network bandwidth the pod asks for (bits/s), e.g. from a bandwidth extended resource; 0 = none.
+    bandwidth_request_bps: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,216 @@
+"""AppGroup API: nested CRUD, resource import/export, placements and topological order.
+
+Views stay thin: conversion lives in resources.py, writes in services.py, reads in selectors.py.
+Every 400 is a flat object of field path -> messages (``workloads[1].dependencies[0].target``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+from django.db import transaction
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, parsers, renderers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from .. import resources, selectors, services, toposort
+from ..filtersets import AppGroupFilterSet, PlacementFilterSet
+from ..models import AppGroup, Placement
+from .serializers import AppGroupSerializer, PlacementSerializer, TopologyOrderSerializer
+
+YAML_MEDIA_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
+
+
+def flatten_errors(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+    """DRF's nested error structure as {"workloads[1].dependencies[0].target": [...]}."""
+    result: dict[str, list[str]] = {}
+    if isinstance(detail, Mapping):
+        for raw_key, value in detail.items():
+            # ListSerializer reports item errors as {index: {...}}: render them as [index].
+            key = f"[{raw_key}]" if isinstance(raw_key, int) or str(raw_key).isdigit() else str(raw_key)
+            if key == "non_field_errors" and prefix:
+                path = prefix
+            elif key.startswith("[") or not prefix:
+                path = f"{prefix}{key}"
+            else:
+                path = f"{prefix}.{key}"
+            for sub_key, messages in flatten_errors(value, path).items():
+                result.setdefault(sub_key, []).extend(messages)
+    elif isinstance(detail, list | tuple):
+        if all(not isinstance(item, Mapping | list | tuple) for item in detail):
+            if detail:
+                result.setdefault(prefix or "non_field_errors", []).extend(str(item) for item in detail)
+        else:
+            for index, item in enumerate(detail):
+                if item:
+                    for sub_key, messages in flatten_errors(item, f"{prefix}[{index}]").items():
+                        result.setdefault(sub_key, []).extend(messages)
+    else:
+        result.setdefault(prefix or "non_field_errors", []).append(str(detail))
+    return result
+
+
+class YAMLParser(parsers.BaseParser):
+    media_type = "application/yaml"
+
+    def parse(self, stream, media_type=None, parser_context=None):  # type: ignore[no-untyped-def]
+        try:
+            documents = [doc for doc in yaml.safe_load_all(stream) if doc is not None]
+        except yaml.YAMLError as exc:
+            raise exceptions.ParseError(f"YAML parse error: {exc}") from None
+        if len(documents) != 1:
+            raise exceptions.ParseError(f"expected exactly one YAML document, got {len(documents)}")
+        return documents[0]
+
+
+class AltYAMLParser(YAMLParser):
+    media_type = "application/x-yaml"
+
+
+class TextYAMLParser(YAMLParser):
+    media_type = "text/yaml"
+
+
+class YAMLRenderer(renderers.BaseRenderer):
+    media_type = "application/yaml"
+    format = "yaml"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):  # type: ignore[no-untyped-def]
+        return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True).encode()
+
+
+class ExportNegotiation(DefaultContentNegotiation):
+    """``?format=`` picks YAML or JSON; anything else is a 400, not DRF's default 404."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):  # type: ignore[no-untyped-def]
+        fmt = format_suffix or request.query_params.get("format")
+        if fmt and fmt not in ("yaml", "json"):
+            raise exceptions.ValidationError({"format": [f"{fmt!r} is not one of yaml, json"]})
+        if fmt:
+            for renderer in renderers:
+                if renderer.format == fmt:
+                    return renderer, renderer.media_type
+        return super().select_renderer(request, renderers, format_suffix)
+
+
+class FlatErrorsMixin:
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, exceptions.ValidationError):
+            return Response(flatten_errors(exc.detail), status=status.HTTP_400_BAD_REQUEST)
+        return super().handle_exception(exc)  # type: ignore[misc]
+
+
+@extend_schema(tags=["appgroups"])
+class AppGroupViewSet(FlatErrorsMixin, viewsets.ModelViewSet):
+    serializer_class = AppGroupSerializer
+    filterset_class = AppGroupFilterSet
+    http_method_names = ["get", "post", "put", "delete", "head", "options"]
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return selectors.appgroups_with_graph()
+
+    def perform_destroy(self, instance: AppGroup) -> None:
+        services.delete_appgroup(appgroup=instance)
+
+    @extend_schema(
+        summary="Import an AppGroup resource (ours or scheduler-plugins'), upsert by namespace/name",
+        request={"application/json": OpenApiTypes.OBJECT, "application/yaml": OpenApiTypes.OBJECT},
+        responses={
+            200: AppGroupSerializer,
+            201: AppGroupSerializer,
+            400: OpenApiResponse(description="field errors"),
+        },
+    )
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="import",
+        parser_classes=[parsers.JSONParser, YAMLParser, AltYAMLParser, TextYAMLParser],
+    )
+    def import_resource(self, request: Request) -> Response:
+        document = request.data
+        if not isinstance(document, Mapping):
+            return Response(
+                {"non_field_errors": ["the body must be one resource document (an object)"]}, status=400
+            )
+        try:
+            with transaction.atomic():
+                spec = resources.spec_from_resource(document)
+                existed = AppGroup.objects.filter(namespace=spec.namespace, name=spec.name).exists()
+                appgroup = services.import_resource(document=document, origin="netaware")
+        except resources.ResourceError as exc:
+            return Response({exc.field_path or "non_field_errors": [exc.message]}, status=400)
+        except services.AppGroupValidationError as exc:
+            return Response(exc.errors, status=400)
+        appgroup = selectors.appgroups_with_graph().get(pk=appgroup.pk)
+        return Response(AppGroupSerializer(appgroup).data, status=200 if existed else 201)
+
+    @extend_schema(
+        summary="The AppGroup as a Kubernetes resource (our CR or scheduler-plugins' CR)",
+        parameters=[
+            OpenApiParameter("format", str, enum=["yaml", "json"], description="default yaml"),
+            OpenApiParameter("flavor", str, enum=["netaware", "diktyo"], description="default netaware"),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        renderer_classes=[YAMLRenderer, renderers.JSONRenderer],
+        content_negotiation_class=ExportNegotiation,
+    )
+    def export(self, request: Request, pk: str | None = None) -> Response:
+        flavor = request.query_params.get("flavor", "netaware")
+        if flavor not in ("netaware", "diktyo"):
+            raise exceptions.ValidationError({"flavor": [f"{flavor!r} is not one of netaware, diktyo"]})
+        appgroup = self.get_object()
+        document = services.export_resource(appgroup=appgroup, flavor=flavor)  # type: ignore[arg-type]
+        filename = f"{appgroup.namespace}-{appgroup.name}-{flavor}.{request.accepted_renderer.format}"
+        return Response(document, headers={"Content-Disposition": f'inline; filename="{filename}"'})
+
+    @extend_schema(
+        summary="Pods of this AppGroup and the nodes they are bound to",
+        responses=PlacementSerializer(many=True),
+    )
+    @action(detail=True, methods=["get"])
+    def placements(self, request: Request, pk: str | None = None) -> Response:
+        appgroup = self.get_object()
+        rows = Placement.objects.filter(appgroup=appgroup).select_related("appgroup", "workload")
+        return Response(PlacementSerializer(rows, many=True).data)
+
+    @extend_schema(
+        summary="Topological order of the workloads (the AppGroup's algorithm unless ?algorithm= is given)",
+        parameters=[OpenApiParameter("algorithm", str, enum=list(toposort.ALGORITHMS))],
+        responses=TopologyOrderSerializer,
+    )
+    @action(detail=True, methods=["get"])
+    def order(self, request: Request, pk: str | None = None) -> Response:
+        appgroup = self.get_object()
+        algorithm = request.query_params.get("algorithm") or appgroup.topology_sorting_algorithm
+        if algorithm not in toposort.ALGORITHMS:
+            raise exceptions.ValidationError(
+                {"algorithm": [f"{algorithm!r} is not one of {', '.join(toposort.ALGORITHMS)}"]}
+            )
+        result = resources.topology_order(selectors.appgroup_spec(appgroup=appgroup), algorithm)
+        data = {
+            "algorithm": result.algorithm,
+            "order": list(result.order),
+            "index": result.index(),
+            "cyclic": result.cyclic,
+            "cycle_nodes": list(result.cycle_nodes),
+        }
+        return Response(TopologyOrderSerializer(data).data)
+
+
+@extend_schema(tags=["appgroups"])
+class PlacementViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = PlacementSerializer
+    filterset_class = PlacementFilterSet
+    queryset = Placement.objects.select_related("appgroup", "workload")

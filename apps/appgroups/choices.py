@@ -1,0 +1,24 @@
+"""Choice sets of the appgroups models (also used by the CRD schemas and the API)."""
+
+from django.db import models
+
+
+class TopologySortingAlgorithm(models.TextChoices):
+    KAHN = "KahnSort", "KahnSort"
+    TARJAN = "TarjanSort", "TarjanSort"
+    REVERSE_KAHN = "ReverseKahn", "ReverseKahn"
+    REVERSE_TARJAN = "ReverseTarjan", "ReverseTarjan"
+    ALTERNATE_KAHN = "AlternateKahn", "AlternateKahn"
+    ALTERNATE_TARJAN = "AlternateTarjan", "AlternateTarjan"
+
+
+class Origin(models.TextChoices):
+    """Where the AppGroup was last authored: netaware (API, admin, dashboard) or the cluster (kubectl)."""
+
+    NETAWARE = "netaware", "netaware"
+    CLUSTER = "cluster", "cluster"
+
+
+class PlacementSource(models.TextChoices):
+    EXTENDER = "extender", "scheduler extender (bind)"
+    WATCHER = "watcher", "pod watcher"

@@ -1,0 +1,656 @@
+"""Two-way AppGroup sync between netaware's database and the cluster's custom resources.
+
+kopf-style: every pass is level-triggered and idempotent — it compares what *is* on both sides
+and makes them agree, so a missed watch event, a restart or an API outage only delays
+convergence. See docs/sync.md for the rules; in short:
+
+* netaware → cluster: each AppGroup row is our CR ``appgroups.netaware.io/v1alpha1`` (namespaced).
+  Writes are resourceVersion-guarded (POST create, PUT replace); a 409 re-reads and re-decides.
+* cluster → netaware: our CRs created/edited with kubectl are imported; scheduler-plugins
+  (``appgroup.diktyo.x-k8s.io``) AppGroups are imported read-only.
+* Conflict rule: the CR carries ``netaware.io/last-synced-spec-hash``, the spec both sides agreed on
+  at the last sync. Only one side differs from it → that side wins. Both differ (and disagree) →
+  the cluster wins; the losing netaware spec is kept in ``AppGroup.sync_error`` and reported as a
+  ``SyncConflict`` Event on the CR.
+* Status (placements, running count, topological order, observedGeneration) is written through the
+  status subresource only when it changed.
+* Invalid CRs are logged, get a Warning Event, are listed by ``current_issues()`` (and the row's
+  ``sync_error``) and are skipped: nothing is deleted on either side because of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.core.cache import cache
+from django.db import close_old_connections
+from django.utils import timezone
+from kubernetes import client as k8s
+from kubernetes import watch as k8s_watch
+from kubernetes.client.exceptions import ApiException
+
+from netaware_site import kube
+
+from . import resources, selectors, services
+from .choices import Origin
+from .graph import AppGroupSpec
+from .models import AppGroup
+
+log = logging.getLogger(__name__)
+
+GROUP = resources.GROUP
+VERSION = resources.VERSION
+PLURAL = resources.APPGROUP_PLURAL
+DIKTYO_GROUP = resources.DIKTYO_APPGROUP_GROUP
+DIKTYO_VERSION = "v1alpha1"
+
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "netaware"
+SYNCED_HASH_ANNOTATION = "netaware.io/last-synced-spec-hash"
+DIKTYO_RV_PREFIX = "diktyo:"  # AppGroup.resource_version of a read-only diktyo import
+EVENT_SOURCE = "netaware-appgroup-sync"
+ISSUES_CACHE_KEY = "appgroups:sync:issues"
+CONFLICT_PREFIX = "conflict: "
+
+ATTEMPTS = 4  # per API call (kube.retry) and per object (re-read after a 409)
+BASE_DELAY = 0.2
+
+Key = tuple[str, str]  # (namespace, name)
+
+
+@dataclass
+class SyncReport:
+    """What one pass did (returned by sync_once, logged by the command and the task)."""
+
+    created: list[str] = field(default_factory=list)  # CRs created in the cluster
+    updated: list[str] = field(default_factory=list)  # CR specs written
+    imported: list[str] = field(default_factory=list)  # rows created/updated from the cluster
+    deleted_in_cluster: list[str] = field(default_factory=list)
+    deleted_in_netaware: list[str] = field(default_factory=list)
+    status_written: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # retryable failures left for the next pass
+    resource_version: str = ""  # of our CR list, for a following watch
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def summary(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v}
+
+
+class InvalidResource(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _call(fn: Callable[[], Any]) -> Any:
+    return kube.retry(fn, attempts=ATTEMPTS, base_delay=BASE_DELAY)
+
+
+def _label(key: Key) -> str:
+    return f"{key[0]}/{key[1]}"
+
+
+def _now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- cluster reads ---------------------------------------------------------------------------
+
+
+def _list(group: str, *, optional: bool) -> tuple[dict[Key, dict[str, Any]], str]:
+    api = kube.custom_objects()
+    try:
+        listed = _call(lambda: api.list_cluster_custom_object(group, VERSION, PLURAL))
+    except ApiException as exc:
+        if optional and exc.status == 404:  # CRD not installed: nothing to import
+            return {}, ""
+        raise
+    items = {
+        (obj["metadata"].get("namespace", ""), obj["metadata"]["name"]): obj
+        for obj in listed.get("items") or []
+    }
+    return items, str((listed.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _get(group: str, key: Key) -> dict[str, Any] | None:
+    api = kube.custom_objects()
+    try:
+        return _call(lambda: api.get_namespaced_custom_object(group, VERSION, key[0], PLURAL, key[1]))
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+# --- reporting ------------------------------------------------------------------------------
+
+
+def _event(obj: Mapping[str, Any], *, reason: str, message: str, type_: str = "Warning") -> None:
+    """A Kubernetes Event on the object; one per (object version, reason, message), never fatal."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace") or "default"
+    digest = hashlib.sha256(f"{meta.get('resourceVersion')}|{reason}|{message}".encode()).hexdigest()[:12]
+    now = datetime.now(UTC)
+    body = k8s.CoreV1Event(
+        metadata=k8s.V1ObjectMeta(name=f"{str(meta.get('name'))[:200]}.{digest}", namespace=namespace),
+        involved_object=k8s.V1ObjectReference(
+            api_version=obj.get("apiVersion"),
+            kind=obj.get("kind"),
+            name=meta.get("name"),
+            namespace=namespace,
+            uid=meta.get("uid"),
+            resource_version=meta.get("resourceVersion"),
+        ),
+        reason=reason,
+        message=message[:1024],
+        type=type_,
+        source=k8s.V1EventSource(component=EVENT_SOURCE),
+        reporting_component=EVENT_SOURCE,
+        first_timestamp=now,
+        last_timestamp=now,
+        count=1,
+    )
+    try:
+        _call(lambda: kube.core_v1().create_namespaced_event(namespace, body))
+    except ApiException as exc:
+        if exc.status != 409:  # 409: already reported for this version
+            log.warning(
+                "could not post event %s on %s/%s: %s",
+                reason,
+                namespace,
+                meta.get("name"),
+                kube.describe(exc),
+            )
+    except Exception as exc:
+        log.warning(
+            "could not post event %s on %s/%s: %s", reason, namespace, meta.get("name"), kube.describe(exc)
+        )
+
+
+def current_issues() -> list[dict[str, Any]]:
+    """Invalid cluster resources seen by the latest passes (for the dashboard); [] if Redis is down."""
+    try:
+        return list((cache.get(ISSUES_CACHE_KEY) or {}).values())
+    except Exception:
+        return []
+
+
+def _store_issues(update: Callable[[dict[str, Any]], None]) -> None:
+    try:
+        issues = cache.get(ISSUES_CACHE_KEY) or {}
+        update(issues)
+        cache.set(ISSUES_CACHE_KEY, issues, timeout=None)
+    except Exception as exc:  # Redis down must not stop the sync
+        log.warning("could not store sync issues: %s", exc)
+
+
+def _issue_key(group: str, key: Key) -> str:
+    return f"{group}/{key[0]}/{key[1]}"
+
+
+def _report_invalid(obj: Mapping[str, Any], group: str, key: Key, message: str, report: SyncReport) -> None:
+    log.warning("skipping invalid AppGroup %s (%s): %s", _label(key), group, message)
+    report.invalid.append(_label(key))
+    _event(obj, reason="InvalidAppGroup", message=f"netaware cannot import this AppGroup: {message}")
+    issue = {
+        "group": group,
+        "namespace": key[0],
+        "name": key[1],
+        "resourceVersion": (obj.get("metadata") or {}).get("resourceVersion"),
+        "message": message,
+        "seenAt": _now_rfc3339(),
+    }
+    _store_issues(lambda issues: issues.__setitem__(_issue_key(group, key), issue))
+    AppGroup.objects.filter(namespace=key[0], name=key[1]).exclude(sync_error=f"invalid: {message}").update(
+        sync_error=f"invalid: {message}"
+    )
+
+
+def _clear_issue(group: str, key: Key) -> None:
+    if any(i.get("group") == group and (i.get("namespace"), i.get("name")) == key for i in current_issues()):
+        _store_issues(lambda issues: issues.pop(_issue_key(group, key), None))
+
+
+# --- spec helpers ---------------------------------------------------------------------------
+
+
+def _parse(obj: Mapping[str, Any]) -> AppGroupSpec:
+    try:
+        spec = resources.spec_from_resource(
+            obj, default_namespace=(obj.get("metadata") or {}).get("namespace") or "default"
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidResource(str(exc)) from exc
+    return spec
+
+
+def _db_spec(appgroup: AppGroup) -> AppGroupSpec:
+    return selectors.appgroup_spec(appgroup=appgroup)
+
+
+def _import(spec: AppGroupSpec, *, rv: str) -> AppGroup:
+    """Upsert the row from the cluster's spec (origin=cluster) and record the sync bookkeeping."""
+    try:
+        appgroup = services.upsert_appgroup_from_spec(spec=spec, origin=Origin.CLUSTER)
+    except services.AppGroupValidationError as exc:
+        details = "; ".join(f"{path}: {', '.join(msgs)}" for path, msgs in exc.errors.items())
+        raise InvalidResource(details or str(exc)) from exc
+    AppGroup.objects.filter(pk=appgroup.pk).update(
+        resource_version=rv, last_synced_at=timezone.now(), sync_error=""
+    )
+    appgroup.refresh_from_db()
+    return appgroup
+
+
+def _mark_synced(appgroup: AppGroup, *, rv: str, error: str | None = None) -> None:
+    fields: dict[str, Any] = {"resource_version": rv, "last_synced_at": timezone.now()}
+    if error is not None:
+        fields["sync_error"] = error
+    elif appgroup.sync_error and not appgroup.sync_error.startswith(CONFLICT_PREFIX):
+        fields["sync_error"] = ""
+    AppGroup.objects.filter(pk=appgroup.pk).update(**fields)
+
+
+def _desired_body(spec: AppGroupSpec, *, base: Mapping[str, Any] | None, managed: bool) -> dict[str, Any]:
+    """Our CR for ``spec``: keeps the live object's labels/annotations, stamps the synced hash."""
+    doc = resources.resource_from_spec(spec, flavor="netaware")
+    meta = doc["metadata"]
+    live_meta = (base or {}).get("metadata") or {}
+    labels = dict(live_meta.get("labels") or {})
+    if managed:
+        labels[MANAGED_BY_LABEL] = MANAGED_BY_VALUE
+    annotations = dict(live_meta.get("annotations") or {})
+    annotations.update(meta.get("annotations") or {})
+    annotations[SYNCED_HASH_ANNOTATION] = resources.spec_hash(spec)
+    meta["labels"], meta["annotations"] = labels, annotations
+    if base is not None:
+        meta["resourceVersion"] = live_meta.get("resourceVersion")
+    return doc
+
+
+def _write_annotation(obj: dict[str, Any], value: str) -> dict[str, Any]:
+    """Record the agreed spec hash on the live object (metadata only: generation unchanged)."""
+    body = json.loads(json.dumps(obj))
+    body.setdefault("metadata", {}).setdefault("annotations", {})[SYNCED_HASH_ANNOTATION] = value
+    key = (body["metadata"]["namespace"], body["metadata"]["name"])
+    return kube.custom_objects().replace_namespaced_custom_object(
+        GROUP, VERSION, key[0], PLURAL, key[1], body
+    )
+
+
+# --- reconciliation of one key --------------------------------------------------------------
+
+
+class _Retry(Exception):
+    """The cluster object changed under us (409): re-read and decide again."""
+
+
+_UNKNOWN: Any = object()
+
+
+def reconcile(
+    key: Key,
+    *,
+    cr: dict[str, Any] | None = None,
+    fetched: bool = False,
+    report: SyncReport | None = None,
+    diktyo: Any = _UNKNOWN,
+) -> SyncReport:
+    """Make one AppGroup agree on both sides. ``cr`` is the live object when the caller has it
+    (``fetched=True`` with ``cr=None`` means "known to be absent"). Errors are contained: a
+    retryable failure lands in ``report.errors`` and the row's ``sync_error``; nothing raises."""
+    report = report or SyncReport()
+    for attempt in range(ATTEMPTS):
+        try:
+            if attempt or not fetched:
+                cr = _get(GROUP, key)
+            _reconcile_once(key, cr, report, diktyo if not attempt else _UNKNOWN)
+            return report
+        except _Retry:
+            continue
+        except InvalidResource as exc:
+            _report_invalid(cr or {}, GROUP, key, exc.message, report)
+            return report
+        except Exception as exc:
+            if isinstance(exc, ApiException) and exc.status == 409 and attempt < ATTEMPTS - 1:
+                continue
+            message = kube.describe(exc)
+            log.warning("sync of AppGroup %s failed, will retry on the next pass: %s", _label(key), message)
+            report.errors.append(f"{_label(key)}: {message}")
+            AppGroup.objects.filter(namespace=key[0], name=key[1]).exclude(
+                sync_error__startswith=CONFLICT_PREFIX
+            ).update(sync_error=f"pending: {message}")
+            return report
+    report.errors.append(f"{_label(key)}: still conflicting after {ATTEMPTS} attempts")
+    return report
+
+
+def _reconcile_once(key: Key, cr: dict[str, Any] | None, report: SyncReport, diktyo: Any = _UNKNOWN) -> None:
+    appgroup = AppGroup.objects.filter(namespace=key[0], name=key[1]).first()
+    if cr is None:
+        _reconcile_missing_cr(key, appgroup, report, diktyo)
+        return
+    meta = cr.get("metadata") or {}
+    rv = str(meta.get("resourceVersion") or "")
+    annotations = meta.get("annotations") or {}
+    base = annotations.get(SYNCED_HASH_ANNOTATION, "")
+    managed = (meta.get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE
+    spec = _parse(cr)
+    cluster_hash = resources.spec_hash(spec)
+    _clear_issue(GROUP, key)
+
+    if appgroup is None:
+        if managed and base and base == cluster_hash:
+            # Created by netaware, unchanged in the cluster since, row gone: deleted in netaware.
+            try:
+                _call(
+                    lambda: kube.custom_objects().delete_namespaced_custom_object(
+                        GROUP,
+                        VERSION,
+                        key[0],
+                        PLURAL,
+                        key[1],
+                        body={"preconditions": {"resourceVersion": rv}},
+                    )
+                )
+            except ApiException as exc:
+                if exc.status == 404:
+                    return
+                if exc.status == 409:
+                    raise _Retry() from exc
+                raise
+            report.deleted_in_cluster.append(_label(key))
+            return
+        # Created with kubectl (or edited there after netaware deleted it: the cluster wins).
+        appgroup = _import(spec, rv=rv)
+        report.imported.append(_label(key))
+        if base != cluster_hash:
+            cr = _put(lambda: _write_annotation(cr, cluster_hash))
+            _mark_synced(appgroup, rv=cr["metadata"]["resourceVersion"])
+        _write_status(appgroup, cr, report)
+        return
+
+    db_spec = _db_spec(appgroup)
+    db_hash = resources.spec_hash(db_spec)
+    if db_hash == cluster_hash:
+        if base != cluster_hash:
+            cr = _put(lambda: _write_annotation(cr, cluster_hash))
+        if appgroup.resource_version != cr["metadata"]["resourceVersion"] or (
+            appgroup.sync_error and not appgroup.sync_error.startswith(CONFLICT_PREFIX)
+        ):
+            _mark_synced(appgroup, rv=cr["metadata"]["resourceVersion"])
+        _write_status(appgroup, cr, report)
+        return
+
+    netaware_changed = db_hash != base
+    cluster_changed = cluster_hash != base
+    if netaware_changed and not cluster_changed:
+        body = _desired_body(db_spec, base=cr, managed=managed)
+        cr = _put(
+            lambda: kube.custom_objects().replace_namespaced_custom_object(
+                GROUP, VERSION, key[0], PLURAL, key[1], body
+            )
+        )
+        report.updated.append(_label(key))
+        _mark_synced(appgroup, rv=cr["metadata"]["resourceVersion"])
+        _write_status(appgroup, cr, report)
+        return
+
+    conflict = netaware_changed and cluster_changed
+    losing = json.dumps(resources.spec_document(db_spec), sort_keys=True) if conflict else ""
+    appgroup = _import(spec, rv=rv)
+    report.imported.append(_label(key))
+    if conflict:
+        message = (
+            f"{CONFLICT_PREFIX}AppGroup {_label(key)} was edited in netaware and in the cluster since the last "
+            f"sync; the cluster's version (generation {meta.get('generation')}) won. Discarded netaware spec: {losing}"
+        )
+        log.warning("%s", message)
+        report.conflicts.append(_label(key))
+        _mark_synced(appgroup, rv=rv, error=message)
+        _event(cr, reason="SyncConflict", message=message[:1024])
+    cr = _put(lambda: _write_annotation(cr, cluster_hash))
+    _mark_synced(appgroup, rv=cr["metadata"]["resourceVersion"], error=None if conflict else "")
+    _write_status(appgroup, cr, report)
+
+
+def _put(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A resourceVersion-guarded write: 409 means someone else wrote first — decide again."""
+    try:
+        return _call_once_or_transient(fn)
+    except ApiException as exc:
+        if exc.status == 409:
+            raise _Retry() from exc
+        raise
+
+
+def _call_once_or_transient(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    # 409 must not be retried blindly with the same (stale) body: only transient errors are.
+    return kube.retry(
+        fn,
+        attempts=ATTEMPTS,
+        base_delay=BASE_DELAY,
+        retry_on=lambda e: kube.is_retryable(e) and kube.status_of(e) != 409,
+    )
+
+
+def _reconcile_missing_cr(
+    key: Key, appgroup: AppGroup | None, report: SyncReport, diktyo: Any = _UNKNOWN
+) -> None:
+    if diktyo is _UNKNOWN:
+        diktyo = _get_optional_diktyo(key)
+    is_mirror = appgroup is not None and appgroup.resource_version.startswith(DIKTYO_RV_PREFIX)
+    if is_mirror or (appgroup is None and diktyo is not None):
+        _reconcile_diktyo(key, appgroup, diktyo, report)
+        return
+    if appgroup is None:
+        return
+    if appgroup.resource_version and appgroup.origin == Origin.CLUSTER:
+        # Last authored in the cluster and its CR is gone: deleted with kubectl.
+        services.delete_appgroup(appgroup=appgroup)
+        report.deleted_in_netaware.append(_label(key))
+        return
+    # Never synced, or netaware is its author and the CR disappeared: (re)create it.
+    spec = _db_spec(appgroup)
+    body = _desired_body(spec, base=None, managed=True)
+    try:
+        created = _call_once_or_transient(
+            lambda: kube.custom_objects().create_namespaced_custom_object(
+                GROUP, VERSION, key[0], PLURAL, body
+            )
+        )
+    except ApiException as exc:
+        if exc.status == 409:  # created meanwhile (kubectl or another pass): decide again
+            raise _Retry() from exc
+        raise
+    report.created.append(_label(key))
+    _mark_synced(appgroup, rv=created["metadata"]["resourceVersion"])
+    _write_status(appgroup, created, report)
+
+
+def _get_optional_diktyo(key: Key) -> dict[str, Any] | None:
+    api = kube.custom_objects()
+    try:
+        return _call(
+            lambda: api.get_namespaced_custom_object(DIKTYO_GROUP, DIKTYO_VERSION, key[0], PLURAL, key[1])
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def _reconcile_diktyo(
+    key: Key, appgroup: AppGroup | None, diktyo: dict[str, Any] | None, report: SyncReport
+) -> None:
+    """Read-only import of a scheduler-plugins AppGroup: the cluster always wins, nothing is written."""
+    if diktyo is None:
+        if appgroup is not None:
+            services.delete_appgroup(appgroup=appgroup)
+            report.deleted_in_netaware.append(_label(key))
+        return
+    rv = DIKTYO_RV_PREFIX + str(diktyo["metadata"].get("resourceVersion") or "")
+    try:
+        spec = _parse(diktyo)
+    except InvalidResource as exc:
+        _report_invalid(diktyo, DIKTYO_GROUP, key, exc.message, report)
+        return
+    _clear_issue(DIKTYO_GROUP, key)
+    if appgroup is not None and resources.spec_hash(_db_spec(appgroup)) == resources.spec_hash(spec):
+        if appgroup.resource_version != rv:
+            _mark_synced(appgroup, rv=rv)
+        return
+    try:
+        _import(spec, rv=rv)
+    except InvalidResource as exc:
+        _report_invalid(diktyo, DIKTYO_GROUP, key, exc.message, report)
+        return
+    report.imported.append(_label(key))
+
+
+# --- status -----------------------------------------------------------------------------------
+
+
+def desired_status(appgroup: AppGroup, *, generation: int | None) -> dict[str, Any]:
+    spec = _db_spec(appgroup)
+    placements = selectors.appgroup_placements(appgroup=appgroup)
+    return resources.status_document(
+        spec, flavor="netaware", placements=placements, observed_generation=generation
+    )
+
+
+def _write_status(appgroup: AppGroup, cr: dict[str, Any], report: SyncReport) -> None:
+    desired = desired_status(appgroup, generation=(cr.get("metadata") or {}).get("generation"))
+    if cr.get("status") == desired:
+        return
+    body = json.loads(json.dumps(cr))
+    body["status"] = desired
+    meta = body["metadata"]
+    written = _put(
+        lambda: kube.custom_objects().replace_namespaced_custom_object_status(
+            GROUP, VERSION, meta["namespace"], PLURAL, meta["name"], body
+        )
+    )
+    AppGroup.objects.filter(pk=appgroup.pk).update(resource_version=written["metadata"]["resourceVersion"])
+    report.status_written.append(_label((meta["namespace"], meta["name"])))
+
+
+# --- passes -------------------------------------------------------------------------------
+
+
+def sync_once() -> SyncReport:
+    """One full level-triggered pass over every AppGroup on both sides."""
+    report = SyncReport()
+    try:
+        ours, rv = _list(GROUP, optional=False)
+        diktyo, _ = _list(DIKTYO_GROUP, optional=True)
+    except Exception as exc:  # API down: nothing is changed, the next pass re-applies everything
+        message = kube.describe(exc)
+        log.warning("AppGroup sync pass skipped, cannot list the cluster: %s", message)
+        report.errors.append(f"list: {message}")
+        return report
+    report.resource_version = rv
+    keys = sorted(set(ours) | set(diktyo) | set(AppGroup.objects.values_list("namespace", "name")))
+    for key in keys:
+        if key in ours:
+            reconcile(key, cr=ours[key], fetched=True, report=report)
+        else:
+            reconcile(key, cr=None, fetched=True, report=report, diktyo=diktyo.get(key))
+    # Issues of resources that no longer exist are dropped.
+    live = {_issue_key(GROUP, k) for k in ours} | {_issue_key(DIKTYO_GROUP, k) for k in diktyo}
+    _store_issues(lambda issues: [issues.pop(k) for k in list(issues) if k not in live])
+    if any(
+        report.summary().get(k)
+        for k in (
+            "created",
+            "updated",
+            "imported",
+            "deleted_in_cluster",
+            "deleted_in_netaware",
+            "conflicts",
+            "invalid",
+            "errors",
+        )
+    ):
+        log.info("AppGroup sync pass: %s", report.summary())
+    return report
+
+
+def sync_appgroup(*, namespace: str, name: str) -> SyncReport:
+    """Reconcile one AppGroup now (after an edit in netaware; safe to call any time)."""
+    return reconcile((namespace, name))
+
+
+def watch(
+    *,
+    stop: threading.Event | None = None,
+    watch_timeout: int = 30,
+    resync_seconds: float = 60.0,
+    on_pass: Callable[[SyncReport], None] | None = None,
+) -> None:
+    """List + watch our AppGroup CRs until ``stop`` is set, with a full pass every ``resync_seconds``.
+
+    Resumes from the last seen resourceVersion; a 410 Gone (history compacted) or any error
+    re-lists through a full pass (after backoff when the API server is unreachable).
+    """
+    stop = stop or threading.Event()
+    failures = 0
+    rv = ""
+    last_pass = 0.0
+    while not stop.is_set():
+        close_old_connections()
+        if not rv or time.monotonic() - last_pass >= resync_seconds:
+            report = sync_once()
+            last_pass = time.monotonic()
+            if on_pass:
+                on_pass(report)
+            if not report.resource_version:
+                failures += 1
+                stop.wait(kube.backoff_delay(failures, base_delay=0.5, max_delay=30.0) + 0.1)
+                continue
+            failures = 0
+            rv = report.resource_version
+        stream = k8s_watch.Watch()
+        try:
+            for event in stream.stream(
+                kube.custom_objects().list_cluster_custom_object,
+                GROUP,
+                VERSION,
+                PLURAL,
+                resource_version=rv,
+                timeout_seconds=watch_timeout,
+                _request_timeout=(kube.REQUEST_TIMEOUT[0], watch_timeout + 10),
+            ):
+                obj = event.get("raw_object") or {}
+                meta = obj.get("metadata") or {}
+                rv = str(meta.get("resourceVersion") or rv)
+                key = (meta.get("namespace", ""), meta.get("name", ""))
+                if event["type"] == "DELETED":
+                    reconcile(key, cr=None, fetched=True)
+                elif event["type"] in {"ADDED", "MODIFIED"}:
+                    reconcile(key, cr=obj, fetched=True)
+                if stop.is_set():
+                    stream.stop()
+                    break
+        except ApiException as exc:
+            if exc.status == 410:
+                log.info("AppGroup watch expired (%s): re-listing", kube.describe(exc))
+            else:
+                log.warning("AppGroup watch failed: %s", kube.describe(exc))
+            rv = ""
+        except Exception as exc:
+            log.warning("AppGroup watch interrupted: %s", kube.describe(exc))
+            rv = ""

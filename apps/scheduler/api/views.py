@@ -1,0 +1,62 @@
+"""Scheduler API: profiles (CRUD), decisions (read), diagnose."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from rest_framework import mixins, status, viewsets
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import services
+from ..diagnose import DiagnoseError, diagnose_pod, parse_diagnose_query
+from ..filtersets import DecisionFilterSet
+from ..models import Decision, SchedulerProfile
+from .serializers import DecisionDetailSerializer, DecisionSerializer, SchedulerProfileSerializer
+
+
+class SchedulerProfileViewSet(viewsets.ModelViewSet):
+    queryset = SchedulerProfile.objects.all()
+    serializer_class = SchedulerProfileSerializer
+    lookup_field = "name"
+
+    def perform_create(self, serializer: SchedulerProfileSerializer) -> None:
+        serializer.instance = services.save_profile(profile=SchedulerProfile(**serializer.validated_data))
+
+    def perform_update(self, serializer: SchedulerProfileSerializer) -> None:
+        profile = serializer.instance
+        for key, value in serializer.validated_data.items():
+            setattr(profile, key, value)
+        serializer.instance = services.save_profile(profile=profile)
+
+    def perform_destroy(self, instance: SchedulerProfile) -> None:
+        services.delete_profile(profile=instance)
+
+
+class DecisionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    filterset_class = DecisionFilterSet
+
+    def get_queryset(self) -> QuerySet[Decision]:
+        qs = Decision.objects.all().order_by("-id")
+        if self.action == "list":
+            qs = qs.defer("breakdown")
+        return qs
+
+    def get_serializer_class(self):  # type: ignore[no-untyped-def]
+        return DecisionDetailSerializer if self.action == "retrieve" else DecisionSerializer
+
+
+class DiagnoseView(APIView):
+    """GET /api/scheduler/diagnose?pod=ns/name[&labels=k=v,...][&profile=name]"""
+
+    def get(self, request: Request) -> Response:
+        try:
+            query = parse_diagnose_query(request.query_params)
+        except DiagnoseError as exc:
+            raise ValidationError(exc.errors) from exc
+        try:
+            report = diagnose_pod(query)
+        except DiagnoseError as exc:
+            return Response(exc.errors, status=exc.status)
+        return Response(report, status=status.HTTP_200_OK)

@@ -1,0 +1,191 @@
+"""``GET /api/scheduler/diagnose``: why would every node score 0 (or neutral) for this pod?
+
+Users of the scheduler-plugins version could not tell whether the pod's labels matched no
+workload, the AppGroup was missing or misnamed, the dependencies had no placed pods or the
+topology lacked costs. This resolves the pod (pod cache, else the Kubernetes API, or labels given
+in the query), takes the extender's own cached ClusterState and profile choice, and returns the
+engine's ``explain()`` plus what only the extender knows (profile, node cache, topology age).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from apps.scheduler.scoring.state import PodInfo
+
+from . import selectors, wire
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+
+
+class DiagnoseError(Exception):
+    def __init__(self, errors: Mapping[str, Any], status: int = 400) -> None:
+        super().__init__(str(errors))
+        self.errors = dict(errors)
+        self.status = status
+
+
+@dataclasses.dataclass(frozen=True)
+class DiagnoseQuery:
+    namespace: str
+    name: str
+    labels: dict[str, str] | None
+    profile: str
+
+
+def parse_diagnose_query(params: Mapping[str, Any]) -> DiagnoseQuery:
+    errors: dict[str, list[str]] = {}
+    raw_pod = (params.get("pod") or "").strip()
+    raw_labels = params.get("labels")
+    namespace, name = "default", ""
+    if not raw_pod and raw_labels is None:
+        errors["pod"] = ["required: namespace/name (or give labels=k=v,...)"]
+    elif raw_pod:
+        if raw_pod.count("/") > 1 or raw_pod.startswith("/") or raw_pod.endswith("/"):
+            errors["pod"] = [f"{raw_pod!r} is not namespace/name"]
+        else:
+            ns, _, nm = raw_pod.rpartition("/")
+            namespace = ns or "default"
+            name = nm
+            if not _DNS_LABEL.match(namespace) or len(namespace) > 63:
+                errors.setdefault("pod", []).append(f"namespace {namespace!r} is not a valid namespace name")
+            if not _DNS_SUBDOMAIN.match(name) or len(name) > 253:
+                errors.setdefault("pod", []).append(f"pod name {name!r} is not a valid pod name")
+    labels: dict[str, str] | None = None
+    if raw_labels is not None:
+        labels = {}
+        for part in (p.strip() for p in str(raw_labels).split(",")):
+            if not part:
+                continue
+            key, sep, value = part.partition("=")
+            key, value = key.strip(), value.strip()
+            if not sep or not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value) or len(value) > 63:
+                errors.setdefault("labels", []).append(f"{part!r} is not key=value with a valid label key and value")
+                continue
+            labels[key] = value
+    profile = (params.get("profile") or "").strip()
+    if errors:
+        raise DiagnoseError(errors)
+    return DiagnoseQuery(namespace=namespace, name=name, labels=labels, profile=profile)
+
+
+def _pod_from_api(namespace: str, name: str) -> PodInfo | None:
+    from django.conf import settings
+
+    from netaware_site import kube
+
+    if not settings.NETAWARE.get("KUBE_API_URL"):
+        try:  # in-cluster or kubeconfig; absent in development
+            kube.api_client()
+        except Exception:
+            return None
+    try:
+        resp = kube.retry(
+            lambda: kube.core_v1().read_namespaced_pod(name, namespace, _preload_content=False), attempts=2
+        )
+    except Exception as exc:
+        if kube.status_of(exc) == 404:
+            return None
+        raise DiagnoseError({"pod": f"Kubernetes API unavailable: {kube.describe(exc)}"}, status=503) from exc
+    try:
+        return wire.parse_pod(wire.load_json(resp.data), "pod")
+    finally:
+        resp.release_conn()
+
+
+def resolve_pod(query: DiagnoseQuery) -> tuple[PodInfo, str]:
+    """The pod to explain and where it came from."""
+    if query.name:
+        row = selectors.observed_pod(namespace=query.namespace, name=query.name)
+        if row is not None:
+            pod = PodInfo(
+                namespace=row.namespace, name=row.name, uid=row.uid, labels=dict(row.labels or {}),
+                annotations=dict(row.annotations or {}), cpu_request_millicores=row.cpu_request_millicores,
+                memory_request_bytes=row.memory_request_bytes,
+            )
+            source = "pod cache (watch_cluster)"
+        else:
+            found = _pod_from_api(query.namespace, query.name)
+            if found is None and query.labels is None:
+                raise DiagnoseError(
+                    {"pod": f"{query.namespace}/{query.name} is neither in the pod cache nor in the Kubernetes API; "
+                            "give its labels with labels=k=v,..."},
+                    status=404,
+                )
+            pod = found or PodInfo(namespace=query.namespace, name=query.name)
+            source = "Kubernetes API" if found is not None else "query"
+        if query.labels is not None and source != "query":
+            pod = dataclasses.replace(pod, labels=dict(query.labels))
+            source += " with labels from the query"
+        elif query.labels is not None:
+            pod = dataclasses.replace(pod, labels=dict(query.labels))
+        return pod, source
+    return PodInfo(namespace=query.namespace, name="", labels=dict(query.labels or {})), "query labels"
+
+
+def jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k) if not isinstance(k, tuple) else "/".join(map(str, k)): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+def diagnose_pod(query: DiagnoseQuery) -> dict[str, Any]:
+    from .scoring import engine
+
+    pod, source = resolve_pod(query)
+    snap = selectors.snapshot()
+    if snap.state is None:
+        raise DiagnoseError(
+            {"detail": f"the extender cannot read its state, so every node passes with a neutral score: {snap.degraded}"},
+            status=503,
+        )
+    state = snap.state
+    wanted = query.profile or pod.annotations.get(wire.PROFILE_ANNOTATION, "")
+    problems: list[str] = []
+    if query.profile and query.profile not in snap.profiles:
+        raise DiagnoseError({"profile": [f"no profile named {query.profile!r}; have {sorted(snap.profiles)}"]})
+    if wanted and wanted not in snap.profiles:
+        problems.append(
+            f"annotation {wire.PROFILE_ANNOTATION}={wanted!r} names no profile; the default "
+            f"{snap.default_profile!r} is used"
+        )
+    profile_name = wanted if wanted in snap.profiles else snap.default_profile
+    diagnosis = engine.explain(state, pod)
+    topology = state.topology
+    if topology.size == 0:
+        problems.append("no network topology yet: network scorers give every node the same score")
+    elif getattr(topology, "stale_reason", ""):
+        problems.append(f"the topology is stale: {topology.stale_reason}")
+    if not state.nodes:
+        problems.append("the node cache is empty: run `manage.py watch_cluster` (or load a scenario)")
+    return {
+        "pod": {"namespace": pod.namespace, "name": pod.name, "labels": dict(pod.labels), "source": source},
+        "profile": profile_name,
+        "profiles": sorted(snap.profiles),
+        "extender": problems,
+        "topology": {
+            "version": getattr(topology, "version", 0),
+            "nodes": topology.size,
+            "stale_reason": getattr(topology, "stale_reason", ""),
+        },
+        "node_cache": {"nodes": len(state.nodes)},
+        "diagnosis": jsonable(diagnosis),
+    }

@@ -1,0 +1,143 @@
+"""The one seam between the evaluation harness and the scoring engine.
+
+Everything the harness needs from apps.scheduler.scoring (the extender's own code) goes through
+here, so the simulation scores nodes exactly as the extender does: network Score (Algorithm 2),
+cold start, load-aware scorers, profiles, the 0..100 -> 0..10 extender mapping. Nothing in this
+package re-implements a network scorer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from apps.appgroups import resources
+from apps.appgroups.graph import AppGroupSpec, Sensitivity
+from apps.probes.scenario import Scenario
+from apps.scheduler.scoring import engine, network_score
+from apps.scheduler.scoring.common import WorkloadRef
+from apps.scheduler.scoring.scenario_topology import topology_from_scenario
+from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo
+from apps.topology.topomath import Topology
+
+
+class EvaluationInputError(ValueError):
+    """Bad evaluation input (file, AppGroup, profile); the message names what is wrong."""
+
+
+# --------------------------------------------------------------------------- topology & nodes
+
+
+def topology_for_scenario(scenario: Scenario) -> Topology:
+    """The scenario's nominal link values as a Topology (extrema over all off-diagonal pairs)."""
+    return topology_from_scenario(scenario)
+
+
+def cluster_nodes(scenario: Scenario) -> dict[str, NodeResources]:
+    """Empty nodes with the scenario's capacity (nothing requested yet)."""
+    return {
+        node.name: NodeResources(
+            name=node.name, zone=node.zone, region=node.region,
+            allocatable_cpu_millicores=node.cpu_millicores, allocatable_memory_bytes=node.memory_bytes,
+            labels=dict(node.labels),
+        )
+        for node in scenario.nodes
+    }
+
+
+def nominal_usage(scenario: Scenario) -> dict[str, NodeUsage]:
+    """Measured utilisation as the emulator reports it (the scenario's nominal values, all windows)."""
+    return {
+        node.name: NodeUsage(
+            cpu_15m=node.cpu_utilization, cpu_1h=node.cpu_utilization, cpu_1d=node.cpu_utilization,
+            mem_15m=node.memory_utilization, mem_1h=node.memory_utilization, mem_1d=node.memory_utilization,
+            cpu_stddev_1h=0.0, mem_stddev_1h=0.0,
+        )
+        for node in scenario.nodes
+    }
+
+
+# --------------------------------------------------------------------------- AppGroup input
+
+
+def load_appgroups(path: str | Path) -> tuple[AppGroupSpec, ...]:
+    """Every AppGroup document of a YAML file, parsed by the AppGroup app's own CR parser."""
+    file = Path(path)
+    if not file.is_file():
+        raise EvaluationInputError(f"appgroup file {str(path)!r} does not exist (or is not a file)")
+    try:
+        docs = [d for d in yaml.safe_load_all(file.read_text()) if d is not None]
+    except yaml.YAMLError as exc:
+        raise EvaluationInputError(f"appgroup file {str(path)!r} is not valid YAML: {exc}") from exc
+    specs: list[AppGroupSpec] = []
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, Mapping) or doc.get("kind") != "AppGroup":
+            continue
+        try:
+            specs.append(resources.spec_from_resource(doc))
+        except resources.ResourceError as exc:
+            raise EvaluationInputError(f"appgroup file {str(path)!r}, document {i}: {exc}") from exc
+    if not specs:
+        raise EvaluationInputError(f"appgroup file {str(path)!r} holds no AppGroup resource")
+    return tuple(specs)
+
+
+# --------------------------------------------------------------------------- network Score
+
+
+def workload_ref(group: AppGroupSpec, workload: str) -> WorkloadRef:
+    return WorkloadRef(group, group.workload(workload))
+
+
+def network_scores_at(state: ClusterState, group: AppGroupSpec, workload: str,
+                      nodes: Sequence[str]) -> np.ndarray | None:
+    """Algorithm 2 (0..100) of the workload on each of ``nodes`` given ``state``'s placements;
+    None when none of its dependencies or dependents is placed."""
+    positions = np.fromiter((state.topology.index.get(n, -1) for n in nodes), dtype=np.int64, count=len(nodes))
+    scores, _notes = network_score.network_scores(state, workload_ref(group, workload), positions)
+    return scores
+
+
+def pair_score_matrix(topology: Topology, sensitivity: Sensitivity) -> np.ndarray:
+    """ComputeScore (Algorithm 1, 0..1) for every ordered node pair: ``out[i, j]`` = source i ->
+    target j, same-node score on the diagonal, through the scorer's own vectorized code."""
+    everything = np.arange(topology.size, dtype=np.int64)
+    return network_score.pair_scores(topology, everything, everything, sensitivity)
+
+
+# --------------------------------------------------------------------------- extender profiles
+
+
+@dataclass(frozen=True)
+class ExtenderAnswer:
+    passed: tuple[str, ...]
+    failed: Mapping[str, str]
+    scores: Mapping[str, int]  # 0..MaxExtenderPriority, what prioritize answers
+
+
+def engine_profile_names() -> tuple[str, ...]:
+    return tuple(engine.BUILTIN_PROFILES)
+
+
+def engine_profile(name: str) -> engine.Profile:
+    """The engine's built-in profile of that name (what the extender runs for a pod selecting it)."""
+    if name not in engine.BUILTIN_PROFILES:
+        known = ", ".join(sorted(engine.BUILTIN_PROFILES))
+        raise EvaluationInputError(f"unknown extender profile {name!r} (the engine has: {known})")
+    return engine.BUILTIN_PROFILES[name]
+
+
+def extender_answer(state: ClusterState, pod: PodInfo, candidates: Sequence[str],
+                    profile: engine.Profile) -> ExtenderAnswer:
+    """What the extender answers kube-scheduler for this pod: filter, then prioritize (0..10)."""
+    filtered = engine.run_filters(state, pod, candidates, profile)
+    outcome = engine.run_scorers(state, pod, filtered.passed, profile)
+    return ExtenderAnswer(
+        passed=filtered.passed,
+        failed={**filtered.failed, **filtered.unresolvable},
+        scores={n: int(v) for n, v in zip(outcome.nodes, outcome.extender, strict=True)},
+    )

@@ -1,0 +1,144 @@
+"""Placement quality of one final placement: the paper's network scores, zones, modelled latency.
+
+Network score (seed 000, section 7.2), made precise: a workload's score is the mean, over its pods,
+of Algorithm 2 (the extender's own network Score, 0..100, slips fixed) at the pod's node given the
+*final* placement of every pod; the average network score is the importance-weighted mean of the
+workload scores, the total network score their plain sum. A workload with no dependency and no
+dependent has no score (Algorithm 2 divides by zero) and is left out of both.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from apps.appgroups.graph import AppGroupSpec
+from apps.scheduler.scoring.state import ClusterState
+from apps.topology.topomath import Topology
+
+from .adapter import network_scores_at
+
+
+@dataclass(frozen=True)
+class NetworkMetrics:
+    average: float  # importance-weighted mean of the workload scores (0..100)
+    total: float  # sum of the workload scores
+    per_workload: Mapping[str, float]  # "workload" (or "group/workload" with several groups) -> 0..100
+    worst_workload: str
+    worst_score: float
+
+
+def workload_key(group: AppGroupSpec, workload: str, several: bool) -> str:
+    return f"{group.namespace}/{group.name}/{workload}" if several else workload
+
+
+def network_metrics(state: ClusterState, groups: Sequence[AppGroupSpec]) -> NetworkMetrics:
+    several = len(groups) > 1
+    scores: dict[str, float] = {}
+    weights: dict[str, float] = {}
+    for group in groups:
+        for workload in group.workloads:
+            nodes = state.placements.get((group.namespace, group.name, workload.name), ())
+            if not nodes:
+                continue
+            values = network_scores_at(state, group, workload.name, nodes)
+            if values is None:
+                continue
+            key = workload_key(group, workload.name, several)
+            scores[key] = float(np.mean(values))
+            weights[key] = workload.weight
+    if not scores:
+        return NetworkMetrics(float("nan"), 0.0, {}, "", float("nan"))
+    total_weight = sum(weights.values())
+    average = (sum(weights[k] * scores[k] for k in scores) / total_weight if total_weight > 0
+               else float(np.mean(list(scores.values()))))
+    worst = min(scores, key=lambda k: (scores[k], k))
+    return NetworkMetrics(average, float(sum(scores.values())), scores, worst, scores[worst])
+
+
+def pods_per_zone(state: ClusterState, zones: Sequence[str]) -> dict[str, int]:
+    counts = {zone: 0 for zone in zones}
+    for nodes in state.placements.values():
+        for node in nodes:
+            zone = state.nodes[node].zone if node in state.nodes else ""
+            counts[zone] = counts.get(zone, 0) + 1
+    return counts
+
+
+# --------------------------------------------------------------------------- latency model
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    """Expected time of one request through the AppGroup's call graph (see docs/evaluation.md).
+
+    One call u -> v costs ``RTT + transfer + retransmissions``: the link's RTT (latency_ms), the
+    nominal payload (request + response) at the link's bandwidth, and for each of the call's
+    packets the loss probability times the retransmission timeout (TCP_RTO_MIN 200 ms: RPC
+    messages are too short for fast retransmit). Pods on the same node talk over loopback.
+    A workload's time is the slowest of its dependency calls, each followed by the callee's own
+    time (calls fan out in parallel), so a request's latency is the critical path from the root
+    workloads (those nobody depends on). With replicas, a call's cost is averaged over every
+    (caller pod, callee pod) pair — requests are load-balanced uniformly.
+    """
+
+    payload_bytes: int = 4 * 1024
+    mss_bytes: int = 1448
+    rto_ms: float = 200.0
+    loopback_rtt_ms: float = 0.05
+    loopback_bandwidth_mbps: float = 10_000.0
+    # Used for a pair the topology knows nothing about.
+    unknown_rtt_ms: float = 100.0
+    unknown_bandwidth_mbps: float = 1.0
+    unknown_loss_pct: float = 10.0
+
+    def call_ms_matrix(self, topology: Topology) -> np.ndarray:
+        lat = np.where(np.isnan(topology.latency_ms), self.unknown_rtt_ms, topology.latency_ms)
+        bw = np.where(np.isnan(topology.bandwidth_mbps), self.unknown_bandwidth_mbps, topology.bandwidth_mbps)
+        loss = np.where(np.isnan(topology.loss_pct), self.unknown_loss_pct, topology.loss_pct) / 100.0
+        n = topology.size
+        diag = np.eye(n, dtype=bool)
+        lat = np.where(diag, self.loopback_rtt_ms, lat)
+        bw = np.where(diag, self.loopback_bandwidth_mbps, bw)
+        loss = np.where(diag, 0.0, loss)
+        packets = math.ceil(self.payload_bytes / self.mss_bytes) + 1  # + the request's own packet
+        transfer_ms = self.payload_bytes * 8 / (bw * 1e6) * 1e3
+        return lat + transfer_ms + packets * loss * self.rto_ms
+
+
+def request_latency_ms(state: ClusterState, groups: Sequence[AppGroupSpec], call_ms: np.ndarray) -> float:
+    """Critical-path latency of one request (max over AppGroups and their root workloads)."""
+    index = state.topology.index
+    worst = 0.0
+    for group in groups:
+        memo: dict[str, float] = {}
+
+        def positions(workload: str, group: AppGroupSpec = group) -> list[int]:
+            return [index[n] for n in state.placements.get((group.namespace, group.name, workload), ())
+                    if n in index]
+
+        def time_of(workload: str, stack: tuple[str, ...] = (), group: AppGroupSpec = group,
+                    memo: dict[str, float] = memo) -> float:
+            if workload in memo:
+                return memo[workload]
+            if workload in stack:  # a cycle: do not recurse forever
+                return 0.0
+            src = positions(workload)
+            slowest = 0.0
+            for dep in group.workload(workload).dependencies:
+                dst = positions(dep.target)
+                if not src or not dst:
+                    continue
+                call = float(call_ms[np.ix_(src, dst)].mean())
+                slowest = max(slowest, call + time_of(dep.target, (*stack, workload)))
+            memo[workload] = slowest
+            return slowest
+
+        targets = {dep.target for w in group.workloads for dep in w.dependencies}
+        roots = [w.name for w in group.workloads if w.name not in targets] or [group.workloads[0].name]
+        for root in roots:
+            worst = max(worst, time_of(root))
+    return worst

@@ -1,0 +1,353 @@
+"""Run every profile over N arrival orders and summarise: the CLI table, JSON and the plotly figure."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from apps.appgroups.graph import AppGroupSpec
+from apps.probes.scenario import Scenario, ScenarioError, load_scenario
+from apps.scheduler.scoring.state import ClusterState
+
+from .adapter import (
+    EvaluationInputError,
+    cluster_nodes,
+    load_appgroups,
+    nominal_usage,
+    topology_for_scenario,
+)
+from .metrics import LatencyModel, network_metrics, pods_per_zone, request_latency_ms
+from .optimum import Optimum, optimum_placement
+from .simulate import PAPER_PROFILES, EvalProfile, appgroup_pods, parse_profile, simulate
+
+# The source paper's results on its testbed (seed 000, section 7.2 and Table 5), read off Figure 5a.
+PAPER_AVERAGE_SCORES: Mapping[str, float] = {"default": 64.5, "network": 88.0, "hybrid-1": 90.0, "hybrid-5": 91.8}
+PAPER_TABLE5: Mapping[str, Mapping[str, str]] = {
+    "default": {"ad": "C", "cart": "FAR", "checkout": "C", "currency": "FAR", "email": "B", "frontend": "B",
+                "payment": "C", "productcatalog": "B", "recommendation": "B", "redis-cart": "C", "shipping": "A"},
+    "network": {"ad": "A", "cart": "A", "checkout": "A", "currency": "A", "email": "A", "frontend": "A",
+                "payment": "A", "productcatalog": "A", "recommendation": "FAR", "redis-cart": "A", "shipping": "A"},
+    "hybrid-1": {"ad": "A", "cart": "A", "checkout": "C", "currency": "C", "email": "C", "frontend": "A",
+                 "payment": "C", "productcatalog": "A", "recommendation": "A", "redis-cart": "A", "shipping": "C"},
+    "hybrid-5": {"ad": "A", "cart": "A", "checkout": "B", "currency": "A", "email": "B", "frontend": "A",
+                 "payment": "B", "productcatalog": "B", "recommendation": "A", "redis-cart": "A", "shipping": "B"},
+}
+
+
+@dataclass(frozen=True)
+class Stat:
+    mean: float
+    sd: float
+    minimum: float
+    maximum: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Stat:
+        arr = np.asarray([v for v in values if v == v], dtype=np.float64)
+        if arr.size == 0:
+            return cls(float("nan"), float("nan"), float("nan"), float("nan"))
+        sd = float(arr.std(ddof=1)) if arr.size > 1 else 0.0
+        return cls(float(arr.mean()), sd, float(arr.min()), float(arr.max()))
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    profile: str
+    description: str
+    average_score: Stat
+    total_score: Stat
+    latency_ms: Stat
+    pods_per_zone: Mapping[str, Stat]
+    workload_scores: Mapping[str, Stat]
+    worst_workload: str  # lowest mean score over seeds
+    worst_workload_score: float
+    worst_counts: Mapping[str, int]  # how often each workload was the worst of its seed
+    fraction_of_optimum: float
+    seeds_with_pods_in: Mapping[str, int]  # zone -> number of seeds with at least one pod there
+    unscheduled_pods: int  # over all seeds
+    per_seed_average: tuple[float, ...]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class EvaluationReport:
+    scenario: str
+    appgroups: tuple[str, ...]
+    seeds: int
+    first_seed: int
+    pods: int
+    zones: tuple[str, ...]
+    profiles: tuple[ProfileResult, ...]
+    optimum: Optimum | None
+    latency_model: LatencyModel
+    paper_average_scores: Mapping[str, float] = field(default_factory=lambda: dict(PAPER_AVERAGE_SCORES))
+    # The paper's Table 5 placements re-scored with our metric (when the AppGroup is Online Boutique).
+    paper_table5_scores: Mapping[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def profile(self, name: str) -> ProfileResult:
+        for result in self.profiles:
+            if result.profile == name:
+                return result
+        raise KeyError(name)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        if self.optimum is not None:
+            out["optimum"]["placements"] = {
+                "/".join(key): list(nodes) for key, nodes in self.optimum.placements.items()
+            }
+            out["optimum"]["reference"] = self.optimum.reference
+        return _clean(out)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float):
+        return None if value != value or value in (float("inf"), float("-inf")) else round(value, 4)
+    if isinstance(value, Mapping):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def initial_state(scenario: Scenario, groups: Sequence[AppGroupSpec]) -> ClusterState:
+    return ClusterState(
+        topology=topology_for_scenario(scenario), appgroups=tuple(groups), placements={},
+        nodes=cluster_nodes(scenario), usage=nominal_usage(scenario), recent_bindings={},
+    )
+
+
+def zone_placement_score(state: ClusterState, groups: Sequence[AppGroupSpec],
+                         zone_by_workload: Mapping[str, str]) -> float | None:
+    """Average network score of a placement given per workload (first AppGroup) as a zone only:
+    each zone's pods go to its nodes round-robin (one pod per node while nodes last). None when the
+    AppGroup's workloads are not exactly those named."""
+    group = groups[0]
+    if len(groups) != 1 or {w.name for w in group.workloads} != set(zone_by_workload):
+        return None
+    by_zone: dict[str, list[str]] = {}
+    for name, node in state.nodes.items():
+        by_zone.setdefault(node.zone, []).append(name)
+    used: dict[str, int] = {}
+    placements: dict[tuple[str, str, str], tuple[str, ...]] = {}
+    for workload in group.workloads:
+        zone = zone_by_workload[workload.name]
+        nodes = by_zone.get(zone)
+        if not nodes:
+            return None
+        chosen = []
+        for _ in range(max(workload.replicas, 1)):
+            chosen.append(nodes[used.get(zone, 0) % len(nodes)])
+            used[zone] = used.get(zone, 0) + 1
+        placements[(group.namespace, group.name, workload.name)] = tuple(chosen)
+    return network_metrics(replace(state, placements=placements), groups).average
+
+
+def load_inputs(scenario_path: str | Path, appgroup_path: str | Path) -> tuple[Scenario, tuple[AppGroupSpec, ...]]:
+    path = Path(scenario_path)
+    if not path.is_file():
+        raise EvaluationInputError(f"scenario file {str(scenario_path)!r} does not exist (or is not a file)")
+    try:
+        scenario = load_scenario(path)
+    except ScenarioError as exc:
+        raise EvaluationInputError(f"scenario {str(scenario_path)!r}: {exc}") from exc
+    except OSError as exc:
+        raise EvaluationInputError(f"scenario {str(scenario_path)!r}: {exc}") from exc
+    groups = load_appgroups(appgroup_path)
+    return scenario, groups
+
+
+def evaluate(
+    scenario: Scenario,
+    groups: Sequence[AppGroupSpec],
+    *,
+    profiles: Sequence[str] = PAPER_PROFILES,
+    seeds: int = 50,
+    first_seed: int = 0,
+    with_optimum: bool = True,
+    latency_model: LatencyModel | None = None,
+) -> EvaluationReport:
+    if seeds < 1:
+        raise EvaluationInputError(f"seeds must be >= 1, got {seeds}")
+    if not profiles:
+        raise EvaluationInputError("profiles: name at least one profile")
+    started = time.perf_counter()
+    parsed: list[EvalProfile] = [parse_profile(name) for name in profiles]
+    names = [p.name for p in parsed]
+    if len(set(names)) != len(names):
+        raise EvaluationInputError(f"profiles: {names} names a profile twice")
+    state0 = initial_state(scenario, groups)
+    for group in groups:
+        for workload in group.workloads:
+            if workload.replicas < 0:
+                raise EvaluationInputError(f"{group.name}/{workload.name}: replicas must be >= 0")
+    pods = appgroup_pods(groups)
+    if not pods:
+        raise EvaluationInputError("the AppGroups have no pods to schedule (all replicas are 0)")
+    zones = scenario.zones()
+    model = latency_model or LatencyModel()
+    call_ms = model.call_ms_matrix(state0.topology)
+    optimum = optimum_placement(state0, groups) if with_optimum else None
+    reference = optimum.reference if optimum is not None else float("nan")
+
+    results: list[ProfileResult] = []
+    for profile in parsed:
+        t0 = time.perf_counter()
+        averages: list[float] = []
+        totals: list[float] = []
+        latencies: list[float] = []
+        zone_counts: dict[str, list[float]] = {z: [] for z in zones}
+        per_workload: dict[str, list[float]] = {}
+        worst: Counter[str] = Counter()
+        seeds_in: Counter[str] = Counter()
+        unscheduled = 0
+        for seed in range(first_seed, first_seed + seeds):
+            run = simulate(state0, pods, profile, seed)
+            metrics = network_metrics(run.final_state, groups)
+            averages.append(metrics.average)
+            totals.append(metrics.total)
+            latencies.append(request_latency_ms(run.final_state, groups, call_ms))
+            counts = pods_per_zone(run.final_state, zones)
+            for zone in zones:
+                zone_counts[zone].append(counts.get(zone, 0))
+                if counts.get(zone, 0):
+                    seeds_in[zone] += 1
+            for key, value in metrics.per_workload.items():
+                per_workload.setdefault(key, []).append(value)
+            if metrics.worst_workload:
+                worst[metrics.worst_workload] += 1
+            unscheduled += len(run.unscheduled)
+        workload_stats = {k: Stat.of(v) for k, v in sorted(per_workload.items())}
+        worst_name = min(workload_stats, key=lambda k: workload_stats[k].mean) if workload_stats else ""
+        avg = Stat.of(averages)
+        results.append(ProfileResult(
+            profile=profile.name, description=profile.description, average_score=avg,
+            total_score=Stat.of(totals), latency_ms=Stat.of(latencies),
+            pods_per_zone={z: Stat.of(v) for z, v in zone_counts.items()},
+            workload_scores=workload_stats, worst_workload=worst_name,
+            worst_workload_score=workload_stats[worst_name].mean if worst_name else float("nan"),
+            worst_counts=dict(worst.most_common()),
+            fraction_of_optimum=avg.mean / reference if reference and reference == reference else float("nan"),
+            seeds_with_pods_in={z: seeds_in.get(z, 0) for z in zones}, unscheduled_pods=unscheduled,
+            per_seed_average=tuple(averages), seconds=time.perf_counter() - t0,
+        ))
+    table5 = {name: zone_placement_score(state0, groups, zones_) for name, zones_ in PAPER_TABLE5.items()}
+    return EvaluationReport(
+        paper_table5_scores={k: v for k, v in table5.items() if v is not None},
+        scenario=scenario.name, appgroups=tuple(f"{g.namespace}/{g.name}" for g in groups), seeds=seeds,
+        first_seed=first_seed, pods=len(pods), zones=tuple(zones), profiles=tuple(results), optimum=optimum,
+        latency_model=model, seconds=time.perf_counter() - started,
+    )
+
+
+def run_evaluation(
+    scenario_path: str | Path,
+    appgroup_path: str | Path,
+    *,
+    profiles: Sequence[str] = PAPER_PROFILES,
+    seeds: int = 50,
+    first_seed: int = 0,
+    with_optimum: bool = True,
+) -> EvaluationReport:
+    """The whole evaluation from files (what ``manage.py evaluate`` and the dashboard call)."""
+    scenario, groups = load_inputs(scenario_path, appgroup_path)
+    return evaluate(scenario, groups, profiles=profiles, seeds=seeds, first_seed=first_seed,
+                    with_optimum=with_optimum)
+
+
+# --------------------------------------------------------------------------- presentation
+
+
+def _pm(stat: Stat, digits: int = 1) -> str:
+    if stat.mean != stat.mean:
+        return "n/a"
+    return f"{stat.mean:.{digits}f} ± {stat.sd:.{digits}f}"
+
+
+def format_table(report: EvaluationReport) -> str:
+    zones = report.zones
+    header = ["profile", "avg score", "total score", "% of optimum", "latency ms",
+              *[f"pods {z}" for z in zones], "worst workload", "paper avg", "paper Table 5 re-scored"]
+    rows = []
+    for r in report.profiles:
+        paper = report.paper_average_scores.get(r.profile)
+        rows.append([
+            r.profile, _pm(r.average_score), _pm(r.total_score, 0),
+            f"{100 * r.fraction_of_optimum:.1f}" if r.fraction_of_optimum == r.fraction_of_optimum else "n/a",
+            _pm(r.latency_ms), *[_pm(r.pods_per_zone[z]) for z in zones],
+            f"{r.worst_workload} ({r.worst_workload_score:.1f})" if r.worst_workload else "-",
+            f"{paper:.1f}" if paper is not None else "-",
+            f"{report.paper_table5_scores[r.profile]:.1f}" if r.profile in report.paper_table5_scores else "-",
+        ])
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    out = [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *[line(r) for r in rows]]
+    out.append("")
+    out.append(f"scenario {report.scenario}, AppGroups {', '.join(report.appgroups)}, {report.pods} pods, "
+               f"{report.seeds} arrival orders (seeds {report.first_seed}..{report.first_seed + report.seeds - 1}), "
+               f"{report.seconds:.1f} s")
+    if report.optimum is not None:
+        opt = report.optimum
+        kind = "exact" if opt.exact else "upper bound"
+        out.append(f"optimum average network score: {opt.bound:.2f} ({kind}, HiGHS MILP: {opt.status}; "
+                   f"its placement re-scored: {opt.achieved:.2f}; {opt.seconds:.1f} s)")
+    for r in report.profiles:
+        far = {z: n for z, n in r.seeds_with_pods_in.items() if n}
+        extra = f", unscheduled pods: {r.unscheduled_pods}" if r.unscheduled_pods else ""
+        out.append(f"{r.profile}: seeds with pods per zone {far}{extra}")
+    return "\n".join(out)
+
+
+def report_figure(report: EvaluationReport) -> dict[str, Any]:
+    """Plotly figure (as a JSON-able dict): average score ± sd per profile, and pods per zone."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    names = [r.profile for r in report.profiles]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Average network score (mean ± sd)", "Pods per zone (mean)"))
+    fig.add_trace(go.Bar(
+        x=names, y=[r.average_score.mean for r in report.profiles], name="average score",
+        error_y={"type": "data", "array": [r.average_score.sd for r in report.profiles]},
+    ), row=1, col=1)
+    paper = [(n, report.paper_average_scores[n]) for n in names if n in report.paper_average_scores]
+    if paper:
+        fig.add_trace(go.Scatter(x=[p[0] for p in paper], y=[p[1] for p in paper], mode="markers",
+                                 name="paper", marker={"symbol": "diamond", "size": 10}), row=1, col=1)
+    if report.optimum is not None and report.optimum.bound == report.optimum.bound:
+        fig.add_hline(y=report.optimum.bound, line_dash="dash", annotation_text="optimum", row=1, col=1)
+    for zone in report.zones:
+        fig.add_trace(go.Bar(x=names, y=[r.pods_per_zone[zone].mean for r in report.profiles], name=f"zone {zone}"),
+                      row=1, col=2)
+    fig.update_layout(barmode="group", title=f"{report.scenario}: {report.seeds} arrival orders",
+                      yaxis={"range": [0, 105]})
+    figure: dict[str, Any] = fig.to_plotly_json()
+    return _plain(figure)
+
+
+def _plain(value: Any) -> Any:
+    """numpy arrays/scalars in a plotly dict -> lists/floats, so json/orjson can dump it."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def write_figure_html(report: EvaluationReport, path: str | Path) -> None:
+    import plotly.io as pio
+
+    Path(path).write_text(pio.to_html(report_figure(report), include_plotlyjs="cdn", full_html=True))

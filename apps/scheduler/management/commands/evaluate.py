@@ -1,0 +1,60 @@
+"""``manage.py evaluate``: replay the paper's experiment with each scheduler profile (docs/evaluation.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.scheduler.evaluation import EvaluationInputError, format_table, run_evaluation
+from apps.scheduler.evaluation.report import write_figure_html
+from apps.scheduler.evaluation.simulate import PAPER_PROFILES
+
+
+class Command(BaseCommand):
+    # Pure computation on files: no database, no URLconf; don't let unrelated system checks block it.
+    requires_system_checks: list[str] = []
+    help = ("Schedule an AppGroup's pods in N random arrival orders with each profile and report network "
+            "scores, pods per zone, modelled latency and the optimum.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--scenario", default="scenarios/paper-testbed.yaml", help="scenario YAML")
+        parser.add_argument("--appgroup", default="scenarios/online-boutique-appgroup.yaml",
+                            help="YAML file with one or more AppGroup resources")
+        parser.add_argument("--seeds", type=int, default=50, help="number of arrival orders (default 50)")
+        parser.add_argument("--first-seed", type=int, default=0)
+        parser.add_argument("--profiles", default=",".join(PAPER_PROFILES),
+                            help="comma-separated: default, network, hybrid-<w>, or an extender profile name")
+        parser.add_argument("--format", choices=("table", "json"), default="table")
+        parser.add_argument("--output", help="also write the JSON report to this file")
+        parser.add_argument("--figure", help="write the plotly figure (HTML) to this file")
+        parser.add_argument("--no-optimum", action="store_true", help="skip the MILP optimum")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        profiles = [p.strip() for p in str(options["profiles"]).split(",") if p.strip()]
+        if not profiles:
+            raise CommandError("--profiles: name at least one profile")
+        if options["seeds"] < 1:
+            raise CommandError(f"--seeds must be >= 1, got {options['seeds']}")
+        for flag in ("output", "figure"):
+            target = options.get(flag)
+            if target and not Path(target).resolve().parent.is_dir():
+                raise CommandError(f"--{flag}: directory of {target!r} does not exist")
+        try:
+            report = run_evaluation(
+                options["scenario"], options["appgroup"], profiles=profiles, seeds=options["seeds"],
+                first_seed=options["first_seed"], with_optimum=not options["no_optimum"],
+            )
+        except EvaluationInputError as exc:
+            raise CommandError(str(exc)) from exc
+        payload = orjson.dumps(report.as_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
+        if options.get("output"):
+            Path(options["output"]).write_bytes(payload)
+        if options.get("figure"):
+            write_figure_html(report, options["figure"])
+        if options["format"] == "json":
+            self.stdout.write(payload.decode())
+        else:
+            self.stdout.write(format_table(report))

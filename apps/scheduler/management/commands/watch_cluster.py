@@ -1,0 +1,284 @@
+"""``python manage.py watch_cluster``: keep the node cache and pod placements current.
+
+Level-triggered like a kopf/informer loop: list nodes and pods (reconciling the whole cache from
+the list, including deletions missed while away), then watch from the list's resourceVersion,
+resuming from the last seen version after a dropped stream, re-listing on 410 Gone, backing off
+with jitter on errors. ``--once`` runs a single list pass and exits (cron/tests).
+
+Objects are read raw (``_preload_content=False`` + orjson) because the generated client's model
+deserialization is slow and we only need a few fields.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+from django.core.management.base import BaseCommand, CommandError
+from django.db import close_old_connections, connection
+
+from apps.scheduler import services, wire
+
+log = logging.getLogger("netaware.watch_cluster")
+
+
+class Gone(Exception):
+    """The watch's resourceVersion is too old (410): re-list."""
+
+
+def _node_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    node = wire.parse_node(obj, "node")
+    status = wire.get_ci(obj, "status") or {}
+    address = ""
+    for entry in wire.get_ci(status, "addresses") or []:
+        if isinstance(entry, dict) and entry.get("type") == "InternalIP":
+            address = entry.get("address") or ""
+            break
+    return {
+        "name": node.name,
+        "zone": node.resources.zone,
+        "region": node.resources.region,
+        "labels": dict(node.resources.labels),
+        "address": address,
+        "allocatable_cpu_millicores": node.resources.allocatable_cpu_millicores,
+        "allocatable_memory_bytes": node.resources.allocatable_memory_bytes,
+        "ready": node.ready,
+    }
+
+
+class ClusterWatcher:
+    """Reconciles Node rows, the pod cache and AppGroup placements from the Kubernetes API."""
+
+    def __init__(self, *, watch_timeout: int = 300, stop: threading.Event | None = None,
+                 out: Callable[[str], None] | None = None) -> None:
+        self.watch_timeout = watch_timeout
+        self.stop = stop or threading.Event()
+        self.out = out or (lambda message: log.info(message))
+        self.changed = False
+
+    # --- applying objects -------------------------------------------------------------------
+
+    def apply_node(self, obj: dict[str, Any]) -> None:
+        from apps.topology.services import upsert_node
+
+        upsert_node(**_node_fields(obj), source="cluster")
+        self.changed = True
+
+    def delete_node(self, obj: dict[str, Any]) -> None:
+        # The node cache keeps history for the topology; a deleted node is simply not ready.
+        fields = _node_fields(obj)
+        fields["ready"] = False
+        from apps.topology.services import upsert_node
+
+        upsert_node(**fields, source="cluster")
+        self.changed = True
+
+    def apply_pod(self, obj: dict[str, Any]) -> None:
+        from apps.appgroups.services import record_placement, remove_placement
+
+        row = services.upsert_observed_pod(obj=obj)
+        if row is None:
+            return
+        if row.terminal:
+            remove_placement(pod_namespace=row.namespace, pod_name=row.name)
+        elif row.node_name:
+            record_placement(
+                pod_namespace=row.namespace,
+                pod_name=row.name,
+                pod_uid=row.uid,
+                node_name=row.node_name,
+                labels=dict(row.labels or {}),
+                source="watcher",
+            )
+        self.changed = True
+
+    def delete_pod(self, obj: dict[str, Any]) -> None:
+        from apps.appgroups.services import remove_placement
+
+        meta = wire.get_ci(obj, "metadata") or {}
+        namespace = wire.get_ci(meta, "namespace") or "default"
+        name = wire.get_ci(meta, "name") or ""
+        services.delete_observed_pod(namespace=namespace, name=name)
+        remove_placement(pod_namespace=namespace, pod_name=name)
+        self.changed = True
+
+    # --- list + watch ---------------------------------------------------------------------------
+
+    def _list(self, kind: str) -> str:
+        from netaware_site import kube
+
+        api = kube.core_v1()
+        call = api.list_node if kind == "nodes" else api.list_pod_for_all_namespaces
+        resp = kube.retry(lambda: call(_preload_content=False))
+        try:
+            data = orjson.loads(resp.data)
+        finally:
+            resp.release_conn()
+        items = data.get("items") or []
+        if kind == "nodes":
+            for obj in items:
+                self.apply_node(obj)
+        else:
+            seen: set[tuple[str, str]] = set()
+            for obj in items:
+                self.apply_pod(obj)
+                meta = obj.get("metadata") or {}
+                seen.add((meta.get("namespace") or "default", meta.get("name") or ""))
+            self._forget_missing_pods(seen)
+        self.flush()
+        version = str((data.get("metadata") or {}).get("resourceVersion") or "")
+        self.out(f"listed {len(items)} {kind} at resourceVersion {version}")
+        return version
+
+    def _forget_missing_pods(self, seen: set[tuple[str, str]]) -> None:
+        from apps.appgroups.services import remove_placement
+        from apps.scheduler.models import ObservedPod
+
+        for namespace, name in ObservedPod.objects.values_list("namespace", "name"):
+            if (namespace, name) not in seen:
+                services.delete_observed_pod(namespace=namespace, name=name)
+                remove_placement(pod_namespace=namespace, pod_name=name)
+                self.changed = True
+
+    def flush(self) -> None:
+        if self.changed:
+            self.changed = False
+            services.bump_state_version()
+
+    def _events(self, kind: str, version: str) -> Iterator[dict[str, Any]]:
+        from kubernetes.client.exceptions import ApiException
+
+        from netaware_site import kube
+
+        api = kube.core_v1()
+        call = api.list_node if kind == "nodes" else api.list_pod_for_all_namespaces
+        try:
+            resp = call(
+                watch=True,
+                resource_version=version,
+                timeout_seconds=self.watch_timeout,
+                allow_watch_bookmarks=True,
+                _preload_content=False,
+                _request_timeout=(3.0, self.watch_timeout + 10.0),
+            )
+        except ApiException as exc:
+            if exc.status == 410:
+                raise Gone(str(exc)) from exc
+            raise
+        buffer = b""
+        try:
+            for chunk in resp.stream(64 * 1024, decode_content=True):
+                if self.stop.is_set():
+                    return
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield orjson.loads(line)
+            if buffer.strip():
+                yield orjson.loads(buffer)
+        finally:
+            resp.release_conn()
+
+    def run_kind(self, kind: str, *, once: bool = False) -> None:
+        """List then watch ``kind`` ("nodes" or "pods") until ``stop`` is set."""
+        from netaware_site import kube
+
+        version = ""
+        attempt = 0
+        while not self.stop.is_set():
+            try:
+                if not connection.in_atomic_block:  # drop a connection the database closed on us
+                    close_old_connections()
+                if not version:
+                    version = self._list(kind)
+                    if once:
+                        return
+                for event in self._events(kind, version):
+                    etype = event.get("type")
+                    obj = event.get("object") or {}
+                    if etype == "ERROR":
+                        if obj.get("code") == 410:
+                            raise Gone(obj.get("message") or "expired")
+                        raise RuntimeError(f"watch error: {obj.get('message') or obj}")
+                    new_version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                    if etype != "BOOKMARK":
+                        self._apply(kind, etype or "", obj)
+                        self.flush()
+                    if new_version:
+                        version = new_version
+                attempt = 0
+            except Gone as exc:
+                self.out(f"{kind}: watch expired ({exc}); re-listing")
+                version = ""
+            except Exception as exc:
+                if once:
+                    raise
+                if self.stop.is_set():
+                    return
+                delay = kube.backoff_delay(attempt, base_delay=0.5, max_delay=30.0)
+                attempt += 1
+                self.out(f"{kind}: {kube.describe(exc)}; retrying in {delay:.1f}s")
+                with contextlib.suppress(Exception):
+                    connection.close()
+                self.stop.wait(delay)
+
+    def _apply(self, kind: str, etype: str, obj: dict[str, Any]) -> None:
+        if kind == "nodes":
+            (self.delete_node if etype == "DELETED" else self.apply_node)(obj)
+        else:
+            (self.delete_pod if etype == "DELETED" else self.apply_pod)(obj)
+
+    def run(self, *, once: bool = False) -> None:
+        if once:
+            self.run_kind("nodes", once=True)
+            self.run_kind("pods", once=True)
+            return
+        threads = [
+            threading.Thread(target=self._thread, args=(kind,), name=f"watch-{kind}", daemon=True)
+            for kind in ("nodes", "pods")
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.5)
+
+    def _thread(self, kind: str) -> None:
+        try:
+            self.run_kind(kind)
+        finally:
+            connection.close()
+
+
+class Command(BaseCommand):
+    help = "List and watch Kubernetes nodes and pods: node cache, pod cache and AppGroup placements."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("--once", action="store_true", help="one list pass, then exit")
+        parser.add_argument("--watch-timeout", type=int, default=300, help="seconds per watch request")
+
+    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+        if options["watch_timeout"] < 1:
+            raise CommandError("--watch-timeout must be at least 1 second")
+        stop = threading.Event()
+        watcher = ClusterWatcher(
+            watch_timeout=options["watch_timeout"], stop=stop, out=lambda m: self.stdout.write(m)
+        )
+        if not options["once"]:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: stop.set())
+        started = time.monotonic()
+        try:
+            watcher.run(once=options["once"])
+        except Exception as exc:
+            from netaware_site import kube
+
+            raise CommandError(f"cluster watch failed: {kube.describe(exc)}") from exc
+        self.stdout.write(f"watch_cluster stopped after {time.monotonic() - started:.1f}s")

@@ -1,0 +1,51 @@
+"""The paper's Online Boutique AppGroup (seed 000, Table 4) as an ``AppGroupSpec``.
+
+Shared by the scoring tests, bench/bench_scoring.py and anyone needing the paper's workload without
+a database. Resource hints are Online Boutique's manifest requests; pods carry ``app=<workload>``.
+"""
+
+from __future__ import annotations
+
+from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
+
+MI = 2**20
+
+# workload -> (importance weight, cpu millicores, memory bytes, ((dependency, latency, bandwidth, loss), ...))
+PAPER_WORKLOADS: dict[str, tuple[float, int, int, tuple[tuple[str, float, float, float], ...]]] = {
+    "frontend": (1.0, 100, 64 * MI, (
+        ("recommendation", 0.6, 0.3, 0.1), ("productcatalog", 0.7, 0.2, 0.1), ("checkout", 0.6, 0.3, 0.1),
+        ("currency", 0.4, 0.4, 0.2), ("cart", 0.5, 0.4, 0.1), ("shipping", 0.4, 0.3, 0.3),
+        ("ad", 0.7, 0.2, 0.1),
+    )),
+    "recommendation": (0.8, 100, 220 * MI, (("productcatalog", 0.7, 0.2, 0.1),)),
+    "checkout": (0.9, 100, 64 * MI, (
+        ("payment", 0.4, 0.3, 0.3), ("email", 0.4, 0.3, 0.3), ("shipping", 0.5, 0.3, 0.2),
+        ("currency", 0.4, 0.3, 0.2), ("cart", 0.4, 0.3, 0.2), ("productcatalog", 0.7, 0.2, 0.1),
+    )),
+    "cart": (0.8, 200, 64 * MI, (("redis-cart", 0.5, 0.4, 0.1),)),
+    "ad": (0.4, 200, 180 * MI, ()),
+    "productcatalog": (0.6, 100, 64 * MI, ()),
+    "currency": (0.8, 100, 64 * MI, ()),
+    "payment": (0.8, 100, 64 * MI, ()),
+    "shipping": (0.8, 100, 64 * MI, ()),
+    "email": (0.7, 100, 64 * MI, ()),
+    "redis-cart": (0.7, 70, 200 * MI, ()),
+}
+
+
+def paper_appgroup(namespace: str = "default", name: str = "online-boutique", *, replicas: int = 1) -> AppGroupSpec:
+    workloads = tuple(
+        WorkloadSpec(
+            name=workload,
+            selector=LabelSelector({"app": workload}),
+            weight=weight,
+            dependencies=tuple(DependencySpec(t, Sensitivity(lat, bw, loss)) for t, lat, bw, loss in deps),
+            controller_kind="Deployment",
+            controller_name=workload,
+            replicas=replicas,
+            cpu_request_millicores=cpu,
+            memory_request_bytes=mem,
+        )
+        for workload, (weight, cpu, mem, deps) in PAPER_WORKLOADS.items()
+    )
+    return AppGroupSpec(namespace=namespace, name=name, workloads=workloads)

@@ -1,0 +1,241 @@
+"""Load-aware scorers and filter: water level (seed 002), TargetLoadPacking and
+LoadVariationRiskBalancing (Trimaran), and an overload filter.
+
+Utilisation values are fractions (0..1) of allocatable from ``NodeUsage``. A node whose usage is
+missing or marked stale scores ``NEUTRAL_SCORE`` and passes the overload filter: load-awareness
+must never strand a pod because Prometheus is behind.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .common import MAX_NODE_SCORE, NEUTRAL_SCORE, lookup
+from .state import ClusterState, NodeUsage, PodInfo
+
+# Windows (15 min, 1 h, 1 d) and how much each counts for a node's water level and the target.
+WINDOW_WEIGHTS = (0.5, 0.3, 0.2)
+DEFAULT_AVERAGE_WEIGHT = 0.7  # target = 0.7 * cluster average + 0.3 * least-loaded node
+DEFAULT_HOT_SPOT_PENALTY = 10.0  # points per binding in the recent window
+TARGET_BOUNDS = (5.0, 95.0)  # percent; keeps the piecewise formula well defined
+DEFAULT_TARGET_UTILIZATION = 40.0  # Trimaran TargetLoadPacking default (percent)
+DEFAULT_LVRB_MARGIN = 1.0
+DEFAULT_LVRB_SENSITIVITY = 1.0
+DEFAULT_OVERLOAD_THRESHOLD = 0.9
+
+
+def _usable(usage: NodeUsage | None) -> NodeUsage | None:
+    return None if usage is None or usage.stale else usage
+
+
+def _f(value: float | None) -> float:
+    return float("nan") if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class UsageArrays:
+    """Column arrays of a ClusterState's usage and allocatable (NaN = unknown, stale rows blanked),
+    built once per state so per-request scoring is vectorized."""
+
+    index: dict[str, int]
+    cpu: np.ndarray  # (3, m): 15 min, 1 h, 1 d
+    mem: np.ndarray  # (3, m)
+    cpu_std: np.ndarray
+    mem_std: np.ndarray
+    net_mean: np.ndarray
+    net_std: np.ndarray
+    net_cap: np.ndarray
+    alloc_cpu: np.ndarray  # 0 = unknown
+    alloc_mem: np.ndarray
+    # Last candidate sequence looked up (the engine passes one tuple to every scorer of a request).
+    _last: list[tuple[Sequence[str], np.ndarray]] = field(default_factory=list, compare=False, repr=False)
+
+    def rows(self, candidates: Sequence[str]) -> np.ndarray:
+        """Row of each candidate; -1 when the state knows neither its usage nor its resources."""
+        last = self._last[0] if self._last else None
+        if last is not None and last[0] is candidates:
+            return last[1]
+        index = self.index
+        rows = lookup(index, candidates)
+        if isinstance(candidates, tuple):
+            self._last[:] = [(candidates, rows)]
+        return rows
+
+    def take(self, arr: np.ndarray, rows: np.ndarray, fill: float = float("nan")) -> np.ndarray:
+        """arr[..., rows] with ``fill`` where the row is -1."""
+        if arr.shape[-1] == 0:
+            return np.full((*arr.shape[:-1], rows.size), fill)
+        out = arr[..., np.where(rows >= 0, rows, 0)]
+        return np.where(rows >= 0, out, fill)
+
+
+_arrays: dict[int, tuple[weakref.ref[ClusterState], UsageArrays]] = {}
+_arrays_lock = threading.Lock()
+
+
+def usage_arrays(state: ClusterState) -> UsageArrays:
+    key = id(state)
+    with _arrays_lock:
+        hit = _arrays.get(key)
+        if hit is not None and hit[0]() is state:
+            return hit[1]
+    names = list(dict.fromkeys([*state.usage, *state.nodes]))
+    m = len(names)
+    cpu = np.full((3, m), np.nan)
+    mem = np.full((3, m), np.nan)
+    cols = np.full((5, m), np.nan)
+    alloc = np.zeros((2, m))
+    for i, name in enumerate(names):
+        u = _usable(state.usage.get(name))
+        if u is not None:
+            cpu[:, i] = (_f(u.cpu_15m), _f(u.cpu_1h), _f(u.cpu_1d))
+            mem[:, i] = (_f(u.mem_15m), _f(u.mem_1h), _f(u.mem_1d))
+            cols[:, i] = (_f(u.cpu_stddev_1h), _f(u.mem_stddev_1h), _f(u.net_used_bps_mean),
+                          _f(u.net_used_bps_stddev), _f(u.net_capacity_bps))
+        node = state.nodes.get(name)
+        if node is not None:
+            alloc[:, i] = (node.allocatable_cpu_millicores, node.allocatable_memory_bytes)
+    arrays = UsageArrays({n: i for i, n in enumerate(names)}, cpu, mem, cols[0], cols[1], cols[2], cols[3],
+                         cols[4], alloc[0], alloc[1])
+    with _arrays_lock:
+        for k in [k for k, (ref, _) in _arrays.items() if ref() is None]:
+            del _arrays[k]
+        _arrays[key] = (weakref.ref(state), arrays)
+    return arrays
+
+
+def _windows_of(arrays: UsageArrays, resource: str) -> np.ndarray:
+    return arrays.cpu if resource == "cpu" else arrays.mem
+
+
+def _weighted_level(values: np.ndarray) -> np.ndarray:
+    """Window-weighted mean over the windows present (values: (3, k)); NaN when none is."""
+    w = np.array(WINDOW_WEIGHTS)[:, None]
+    present = ~np.isnan(values)
+    num = (np.where(present, values, 0.0) * w).sum(axis=0)
+    den = (present * w).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / den, np.nan)
+
+
+def water_level(usage: NodeUsage | None, resource: str) -> float | None:
+    """A node's water level: the window-weighted mean of the windows it has (fraction)."""
+    u = _usable(usage)
+    if u is None:
+        return None
+    values = (u.cpu_15m, u.cpu_1h, u.cpu_1d) if resource == "cpu" else (u.mem_15m, u.mem_1h, u.mem_1d)
+    level = float(_weighted_level(np.array([[_f(v)] for v in values]))[0])
+    return None if np.isnan(level) else level
+
+
+def cluster_target(state: ClusterState, resource: str, *, average_weight: float = DEFAULT_AVERAGE_WEIGHT
+                   ) -> float | None:
+    """Dynamic cluster target (percent) over all nodes with fresh usage: per window a blend of the
+    cluster average and the least-loaded node, then window-weighted."""
+    values = _windows_of(usage_arrays(state), resource)
+    num = den = 0.0
+    for k, weight in enumerate(WINDOW_WEIGHTS):
+        row = values[k][~np.isnan(values[k])]
+        if row.size == 0:
+            continue
+        num += weight * (average_weight * float(row.mean()) + (1 - average_weight) * float(row.min()))
+        den += weight
+    if den <= 0:
+        return None
+    return float(np.clip(100.0 * num / den, *TARGET_BOUNDS))
+
+
+def piecewise_target_score(predicted: np.ndarray, target: float) -> np.ndarray:
+    """Seed 002 / Trimaran TargetLoadPacking: peak (100) at the target, 0 beyond 100 %."""
+    below = (MAX_NODE_SCORE - target) * predicted / target + target
+    above = target * (MAX_NODE_SCORE - predicted) / (MAX_NODE_SCORE - target)
+    out = np.where(predicted <= target, below, above)
+    return np.where(predicted > MAX_NODE_SCORE, 0.0, np.clip(out, 0.0, MAX_NODE_SCORE))
+
+
+def _request_fraction(arrays: UsageArrays, rows: np.ndarray, request: float, resource: str) -> np.ndarray:
+    alloc = arrays.take(arrays.alloc_cpu if resource == "cpu" else arrays.alloc_mem, rows, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(alloc > 0, request / np.where(alloc > 0, alloc, 1.0), 0.0)
+
+
+def _request(pod: PodInfo, resource: str) -> float:
+    return float(pod.cpu_request_millicores if resource == "cpu" else pod.memory_request_bytes)
+
+
+def water_level_scores(state: ClusterState, pod: PodInfo, candidates: Sequence[str], *,
+                       average_weight: float = DEFAULT_AVERAGE_WEIGHT,
+                       hot_spot_penalty: float = DEFAULT_HOT_SPOT_PENALTY,
+                       cpu_weight: float = 0.5, memory_weight: float = 0.5) -> np.ndarray:
+    """Water-level score per candidate (0..100) minus the hot-spot penalty for recent bindings."""
+    arrays = usage_arrays(state)
+    rows = arrays.rows(candidates)
+    num = np.zeros(len(candidates))
+    den = np.zeros(len(candidates))
+    for resource, weight in (("cpu", cpu_weight), ("memory", memory_weight)):
+        target = cluster_target(state, resource, average_weight=average_weight)
+        if target is None or weight <= 0:
+            continue
+        level = _weighted_level(arrays.take(_windows_of(arrays, resource), rows))
+        predicted = 100.0 * (level + _request_fraction(arrays, rows, _request(pod, resource), resource))
+        ok = ~np.isnan(predicted)
+        num += np.where(ok, weight * piecewise_target_score(np.where(ok, predicted, 0.0), target), 0.0)
+        den += np.where(ok, weight, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(den > 0, num / np.where(den > 0, den, 1.0), NEUTRAL_SCORE)
+    if state.recent_bindings:
+        penalty = hot_spot_penalty * np.fromiter((state.recent_bindings.get(n, 0) for n in candidates),
+                                                 dtype=np.float64, count=len(candidates))
+        out = out - penalty
+    return np.clip(out, 0.0, MAX_NODE_SCORE)
+
+
+def target_load_packing_scores(state: ClusterState, pod: PodInfo, candidates: Sequence[str], *,
+                               target_utilization: float = DEFAULT_TARGET_UTILIZATION) -> np.ndarray:
+    """Trimaran TargetLoadPacking on CPU: predicted = measured (15 min, else 1 h) + pod request."""
+    arrays = usage_arrays(state)
+    rows = arrays.rows(candidates)
+    cpu = arrays.take(arrays.cpu, rows)
+    measured = np.where(np.isnan(cpu[0]), cpu[1], cpu[0])
+    predicted = 100.0 * (measured + _request_fraction(arrays, rows, _request(pod, "cpu"), "cpu"))
+    ok = ~np.isnan(predicted)
+    return np.where(ok, piecewise_target_score(np.where(ok, predicted, 0.0), target_utilization), NEUTRAL_SCORE)
+
+
+def load_variation_risk_scores(state: ClusterState, pod: PodInfo, candidates: Sequence[str], *,
+                               margin: float = DEFAULT_LVRB_MARGIN,
+                               sensitivity: float = DEFAULT_LVRB_SENSITIVITY) -> np.ndarray:
+    """Trimaran LoadVariationRiskBalancing: per resource (1 - (mu + margin sigma^(1/s)) / 2) * 100
+    with mu = 1 h mean + request, sigma = 1 h stddev (fractions); the node gets the minimum."""
+    arrays = usage_arrays(state)
+    rows = arrays.rows(candidates)
+    best = np.full(len(candidates), np.inf)
+    for resource, windows, std in (("cpu", arrays.cpu, arrays.cpu_std), ("memory", arrays.mem, arrays.mem_std)):
+        mean = arrays.take(windows[1], rows)
+        sd = np.nan_to_num(arrays.take(std, rows), nan=0.0)
+        mu = np.clip(mean + _request_fraction(arrays, rows, _request(pod, resource), resource), 0.0, 1.0)
+        sigma = np.clip(margin * np.clip(sd, 0.0, 1.0) ** (1.0 / sensitivity), 0.0, 1.0)
+        score = (1.0 - (mu + sigma) / 2) * MAX_NODE_SCORE
+        best = np.where(np.isnan(score), best, np.minimum(best, score))
+    return np.where(np.isinf(best), NEUTRAL_SCORE, best)
+
+
+def overload_failures(state: ClusterState, candidates: Sequence[str], *,
+                      cpu_threshold: float = DEFAULT_OVERLOAD_THRESHOLD,
+                      memory_threshold: float = DEFAULT_OVERLOAD_THRESHOLD) -> dict[str, str]:
+    """Reject nodes whose recent (15 min, else 1 h) utilisation is above the threshold."""
+    arrays = usage_arrays(state)
+    rows = arrays.rows(candidates)
+    failures: dict[str, str] = {}
+    for label, windows, limit in (("memory", arrays.mem, memory_threshold), ("CPU", arrays.cpu, cpu_threshold)):
+        values = arrays.take(windows, rows)
+        recent = np.where(np.isnan(values[0]), values[1], values[0])
+        for i in np.nonzero(recent > limit)[0]:
+            name = candidates[int(i)]
+            failures[name] = f"Node {name}: {label} utilisation {recent[i]:.0%} is above the {limit:.0%} limit"
+    return failures

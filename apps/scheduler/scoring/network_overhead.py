@@ -1,0 +1,166 @@
+"""NetworkOverhead (KEP NetworkMinCost) as scheduler-plugins implements it, vectorized.
+
+Followed from pkg/networkaware/networkoverhead/networkoverhead.go:
+
+* only the pod's *dependencies* count (upstream's GetDependencyList; dependents are not visited);
+* for every placed pod of a dependency: cost 0 on the same node, 1 in the same zone, the zone-pair
+  cost within a region, the region-pair cost across regions; 100 (MaxCost) when the pair's cost is
+  not in the topology or the pod's node has neither zone nor region;
+* Filter: per placed dependency pod, satisfied when on the same node / in the same zone / the pair
+  cost <= maxNetworkCost, violated when the cost is larger or the pod's node has no zone and no
+  region; a pair with no known cost counts as neither (upstream skips it). A node is rejected only
+  when violated > satisfied. A dependency without max_network_cost (None) is not checked;
+* Score: accumulated cost, normalized over the candidates to ``100 - 100 (c - min) / (max - min)``
+  truncated to an integer as upstream's int64 conversion; when max == min every candidate gets 100
+  (upstream leaves the all-zero case at 0; ranking is the same, we avoid reporting 0 as "best").
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from apps.topology.topomath import SAME_NODE_COST, SAME_ZONE_COST, UNKNOWN_COST
+
+from .common import MAX_NODE_SCORE, WorkloadRef, lookup, node_zone_region, placed_nodes
+from .state import ClusterState
+
+MAX_COST = UNKNOWN_COST
+
+
+@dataclass(frozen=True)
+class OverheadResult:
+    costs: np.ndarray  # accumulated cost per candidate
+    satisfied: np.ndarray  # int per candidate
+    violated: np.ndarray  # int per candidate
+    has_dependencies: bool  # False = upstream's "score all nodes equally"
+
+
+@dataclass(frozen=True)
+class _Places:
+    """Zone/region codes of every node the state knows, and cost matrices between the codes."""
+
+    index: dict[str, int]
+    zone: np.ndarray
+    region: np.ndarray
+    blank: np.ndarray  # neither zone nor region known
+    zone_cost: np.ndarray  # (nz, nz), NaN = not defined
+    region_cost: np.ndarray  # (nr, nr)
+
+
+_places: dict[int, tuple[weakref.ref[ClusterState], _Places]] = {}
+_places_lock = threading.Lock()
+
+
+def _state_places(state: ClusterState) -> _Places:
+    key = id(state)
+    with _places_lock:
+        hit = _places.get(key)
+        if hit is not None and hit[0]() is state:
+            return hit[1]
+    names = list(dict.fromkeys([*state.nodes, *state.topology.nodes]))
+    zr = [node_zone_region(state, name) for name in names]
+    zones: dict[str, int] = {"": 0}
+    regions: dict[str, int] = {"": 0}
+    for z, r in zr:
+        zones.setdefault(z, len(zones))
+        regions.setdefault(r, len(regions))
+    for a, b in state.topology.zone_costs:
+        zones.setdefault(a, len(zones))
+        zones.setdefault(b, len(zones))
+    for a, b in state.topology.region_costs:
+        regions.setdefault(a, len(regions))
+        regions.setdefault(b, len(regions))
+    zone_cost = np.full((len(zones), len(zones)), np.nan)
+    for (a, b), value in state.topology.zone_costs.items():
+        zone_cost[zones[a], zones[b]] = value
+    region_cost = np.full((len(regions), len(regions)), np.nan)
+    for (a, b), value in state.topology.region_costs.items():
+        region_cost[regions[a], regions[b]] = value
+    places = _Places(
+        {n: i for i, n in enumerate(names)},
+        np.array([zones[z] for z, _ in zr], dtype=np.int64),
+        np.array([regions[r] for _, r in zr], dtype=np.int64),
+        np.array([not z and not r for z, r in zr], dtype=bool),
+        zone_cost, region_cost,
+    )
+    with _places_lock:
+        for k in [k for k, (ref, _) in _places.items() if ref() is None]:
+            del _places[k]
+        _places[key] = (weakref.ref(state), places)
+    return places
+
+
+def overhead(state: ClusterState, ref: WorkloadRef, candidates: Sequence[str]) -> OverheadResult:
+    """Accumulated cost and satisfied/violated counts of every candidate (PreFilter's maps)."""
+    c = len(candidates)
+    costs = np.zeros(c, dtype=np.float64)
+    satisfied = np.zeros(c, dtype=np.int64)
+    violated = np.zeros(c, dtype=np.int64)
+    deps = ref.workload.dependencies
+    placed = [(dep, placed_nodes(state, ref.group, dep.target)) for dep in deps]
+    if not deps or not any(nodes for _, nodes in placed):
+        return OverheadResult(costs, satisfied, violated, has_dependencies=bool(deps))
+    places = _state_places(state)
+    index = places.index
+    # Unknown nodes (-1) get zone/region code 0 (""), as a node without labels.
+    cand = lookup(index, candidates)
+    cand_safe = np.where(cand >= 0, cand, 0)
+    cand_zone = np.where(cand >= 0, places.zone[cand_safe], 0)
+    cand_region = np.where(cand >= 0, places.region[cand_safe], 0)
+    # Same node is decided by name, so give unknown candidates distinct negative ids.
+    cand_id = np.where(cand >= 0, cand, -2 - np.arange(c))
+    for dep, nodes in placed:
+        if not nodes:
+            continue
+        rows = lookup(index, nodes)
+        # Placed pods on nodes nobody knows: no zone, no region (upstream: MaxCost / violated).
+        known_rows, counts = np.unique(rows, return_counts=True)
+        t_safe = np.where(known_rows >= 0, known_rows, 0)
+        t_zone = np.where(known_rows >= 0, places.zone[t_safe], 0)
+        t_region = np.where(known_rows >= 0, places.region[t_safe], 0)
+        t_blank = np.where(known_rows >= 0, places.blank[t_safe], True)
+        t_id = np.where(known_rows >= 0, known_rows, -1)
+        same_node = cand_id[:, None] == t_id[None, :]  # (C, U)
+        same_region = cand_region[:, None] == t_region[None, :]
+        same_zone = same_region & (cand_zone[:, None] == t_zone[None, :])
+        pair_cost = np.where(
+            same_region,
+            places.zone_cost[cand_zone[:, None], t_zone[None, :]],
+            places.region_cost[cand_region[:, None], t_region[None, :]],
+        )
+        unknown_cost = np.isnan(pair_cost)
+        cost = np.where(unknown_cost, MAX_COST, pair_cost)
+        cost = np.where(same_zone, SAME_ZONE_COST, cost)
+        cost = np.where(t_blank[None, :], MAX_COST, cost)
+        cost = np.where(same_node, SAME_NODE_COST, cost)
+        weights = counts.astype(np.float64)
+        costs += cost @ weights
+        if dep.max_network_cost is None:
+            continue
+        limit = dep.max_network_cost
+        ok = same_node | (~t_blank[None, :] & (same_zone | (~unknown_cost & (pair_cost <= limit))))
+        bad = ~same_node & (t_blank[None, :] | (~same_zone & ~unknown_cost & (pair_cost > limit)))
+        satisfied += (ok @ counts).astype(np.int64)
+        violated += (bad @ counts).astype(np.int64)
+    return OverheadResult(costs, satisfied, violated, has_dependencies=True)
+
+
+def normalize_costs(costs: np.ndarray) -> np.ndarray:
+    """Upstream NormalizeScore: 100 - int(100 (c - min) / (max - min)); all equal -> 100."""
+    if costs.size == 0:
+        return costs.astype(np.float64)
+    lo, hi = float(costs.min()), float(costs.max())
+    if hi == lo:
+        return np.full(costs.shape, MAX_NODE_SCORE)
+    norm = np.trunc(MAX_NODE_SCORE * (costs - lo) / (hi - lo))
+    return MAX_NODE_SCORE - norm
+
+
+def filter_reason(node: str, satisfied: int, violated: int) -> str:
+    return (f"Node {node} does not meet several network requirements from Workload dependencies: "
+            f"Satisfied: {satisfied} Violated: {violated}")

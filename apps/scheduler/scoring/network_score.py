@@ -1,0 +1,413 @@
+"""NetworkScore: the source paper's ComputeScore (Algorithm 1) and Score (Algorithm 2), vectorized.
+
+Slips of the paper fixed (shared/seeds/README.md): the dependents loop adds the dependent's weight
+w' to totalWeight and divides by the number of dependent pods. Rules the paper leaves open, decided
+here and documented in docs/scoring.md:
+
+* each dependency's three sensitivities are normalized by their sum;
+* a metric whose topology-wide min == max contributes its full weight (normalized value 1): with no
+  spread every pair is as good as the best one;
+* a pair missing one or two metrics is scored over the metrics present, renormalizing their
+  sensitivities (if the present metrics all have sensitivity 0 the pair scores 0.5); a pair missing
+  all three scores UnreachableNodeScore (0);
+* normalized values are clipped to [0, 1] (a measurement can fall outside stale extrema);
+* placed pods on nodes the topology does not know are left out of the averages (and noted).
+
+Vectorization: per-target normalized columns (node -> target) and rows (target -> node) are cached
+per Topology (it is immutable), so a request costs three (k x U) @ (U x n) products, where k is the
+number of dependency terms and U the distinct nodes hosting their pods.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from apps.appgroups.graph import Sensitivity
+from apps.topology.topomath import Topology
+
+from .common import MAX_NODE_SCORE, WorkloadRef, placed_nodes, unique_counts
+from .state import ClusterState
+
+DEFAULT_SAME_NODE_SCORE = 0.8
+UNREACHABLE_NODE_SCORE = 0.0
+# Score of a pair whose present metrics all carry sensitivity 0 (no information on what matters).
+NO_INFORMATION_PAIR_SCORE = 0.5
+_CACHE_BYTES = 100 * 2**20
+_STACK_BYTES = 128 * 2**20
+
+
+@dataclass(frozen=True)
+class Extrema:
+    min_latency: float
+    max_latency: float
+    min_bandwidth: float
+    max_bandwidth: float
+    min_lossrate: float
+    max_lossrate: float
+
+
+def _offdiag_extrema(arr: np.ndarray) -> tuple[float, float]:
+    n = arr.shape[0]
+    if n < 2:
+        return float("nan"), float("nan")
+    mask = ~np.eye(n, dtype=bool)
+    values = arr[mask]
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return float("nan"), float("nan")
+    return float(values.min()), float(values.max())
+
+
+def topology_extrema(topology: Topology) -> Extrema:
+    """The topology's six extrema; any that are NaN are recomputed from off-diagonal pairs."""
+    got = [topology.min_latency, topology.max_latency, topology.min_bandwidth, topology.max_bandwidth,
+           topology.min_lossrate, topology.max_lossrate]
+    if all(np.isfinite(v) for v in got):
+        return Extrema(*got)
+    lat = _offdiag_extrema(topology.latency_ms)
+    bw = _offdiag_extrema(topology.bandwidth_mbps)
+    loss = _offdiag_extrema(topology.loss_pct)
+    fallback = [lat[0], lat[1], bw[0], bw[1], loss[0], loss[1]]
+    return Extrema(*[g if np.isfinite(g) else f for g, f in zip(got, fallback, strict=True)])
+
+
+def normalize_latency(values: np.ndarray, ext: Extrema) -> np.ndarray:
+    if not (ext.max_latency > ext.min_latency):
+        return np.where(np.isnan(values), np.nan, 1.0)
+    out = (ext.max_latency - values) / (ext.max_latency - ext.min_latency)
+    return np.clip(out, 0.0, 1.0)
+
+
+def normalize_bandwidth(values: np.ndarray, ext: Extrema) -> np.ndarray:
+    """Logarithmic, as the paper: diminishing returns of more throughput."""
+    if not (ext.max_bandwidth > ext.min_bandwidth > 0):
+        return np.where(np.isnan(values), np.nan, 1.0)
+    lo, hi = np.log(ext.min_bandwidth), np.log(ext.max_bandwidth)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.log(np.where(values > 0, values, ext.min_bandwidth * 1e-9))
+    out = (logs - lo) / (hi - lo)
+    return np.where(np.isnan(values), np.nan, np.clip(out, 0.0, 1.0))
+
+
+def normalize_loss(values: np.ndarray, ext: Extrema) -> np.ndarray:
+    if not (ext.max_lossrate > ext.min_lossrate):
+        return np.where(np.isnan(values), np.nan, 1.0)
+    out = (ext.max_lossrate - values) / (ext.max_lossrate - ext.min_lossrate)
+    return np.clip(out, 0.0, 1.0)
+
+
+class _TopologyCache:
+    """Normalized per-target vectors of one immutable Topology (LRU, bounded memory)."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.extrema = topology_extrema(topology)
+        self.n = topology.size
+        self._lock = threading.Lock()
+        self._vectors: OrderedDict[tuple[int, bool], np.ndarray] = OrderedDict()
+        self._limit = max(64, _CACHE_BYTES // max(1, 3 * 4 * self.n))
+        self._stacks: OrderedDict[tuple[bool, bytes], _Stack] = OrderedDict()
+        self._stack_bytes = 0
+        self._topology = weakref.ref(topology)
+
+    def vector(self, target: int, reverse: bool) -> np.ndarray:
+        """(3, n) float32: normalized latency/bandwidth/loss from every node to ``target``
+        (reverse: from ``target`` to every node). NaN = metric unknown."""
+        key = (target, reverse)
+        with self._lock:
+            hit = self._vectors.get(key)
+            if hit is not None:
+                self._vectors.move_to_end(key)
+                return hit
+        topology = self._topology()
+        assert topology is not None
+        if reverse:
+            lat, bw, loss = (topology.latency_ms[target, :], topology.bandwidth_mbps[target, :],
+                             topology.loss_pct[target, :])
+        else:
+            lat, bw, loss = (topology.latency_ms[:, target], topology.bandwidth_mbps[:, target],
+                             topology.loss_pct[:, target])
+        out = np.empty((3, self.n), dtype=np.float32)
+        out[0] = normalize_latency(np.asarray(lat, dtype=np.float64), self.extrema)
+        out[1] = normalize_bandwidth(np.asarray(bw, dtype=np.float64), self.extrema)
+        out[2] = normalize_loss(np.asarray(loss, dtype=np.float64), self.extrema)
+        out.setflags(write=False)
+        with self._lock:
+            self._vectors[key] = out
+            while len(self._vectors) > self._limit:
+                self._vectors.popitem(last=False)
+        return out
+
+    def stacked(self, targets: np.ndarray, reverse: bool) -> _Stack:
+        """Normalized vectors for sorted distinct ``targets`` (see ``_Stack``).
+
+        Recent stacks are kept (bounded by bytes): filter and prioritize for pods of one rollout
+        see the same placed targets."""
+        key = (reverse, targets.tobytes())
+        with self._lock:
+            hit = self._stacks.get(key)
+            if hit is not None:
+                self._stacks.move_to_end(key)
+                return hit
+        raw = np.stack([self.vector(int(t), reverse) for t in targets], axis=1)  # (3, U, n)
+        nan = np.isnan(raw)
+        any_nan = nan.any(axis=0)
+        nan_u, nan_col = np.nonzero(any_nan)
+        zeros = np.where(nan, np.float32(0.0), raw)
+        zeros.setflags(write=False)
+        entry = _Stack(zeros, nan_u, nan_col, raw[:, nan_u, nan_col].astype(np.float64))
+        with self._lock:
+            self._stacks[key] = entry
+            self._stack_bytes += entry.zeros.nbytes
+            while self._stack_bytes > _STACK_BYTES and len(self._stacks) > 1:
+                _, old = self._stacks.popitem(last=False)
+                self._stack_bytes -= old.zeros.nbytes
+        return entry
+
+
+@dataclass(frozen=True)
+class _Stack:
+    """(3, U, n) normalized metrics with NaN replaced by 0 (for the linear part), plus the sparse
+    list of (target, node) pairs missing some metric, with their raw values (NaN kept)."""
+
+    zeros: np.ndarray
+    nan_u: np.ndarray
+    nan_col: np.ndarray
+    nan_vals: np.ndarray  # (3, P)
+
+
+_caches: weakref.WeakKeyDictionary[Topology, _TopologyCache] = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def topology_cache(topology: Topology) -> _TopologyCache:
+    with _caches_lock:
+        cache = _caches.get(topology)
+        if cache is None:
+            cache = _TopologyCache(topology)
+            _caches[topology] = cache
+        return cache
+
+
+def _weights(sensitivity: Sensitivity) -> np.ndarray:
+    s = sensitivity.normalized()
+    return np.array([s.latency, s.bandwidth, s.lossrate], dtype=np.float64)
+
+
+def compute_score(topology: Topology, source: str, target: str, sensitivity: Sensitivity, *,
+                  same_node_score: float = DEFAULT_SAME_NODE_SCORE) -> float:
+    """Algorithm 1 for one pair, in [0, 1] (the reference the vectorized code is tested against)."""
+    if source == target:
+        return same_node_score
+    index = topology.index
+    if source not in index or target not in index:
+        return UNREACHABLE_NODE_SCORE
+    u, v = index[source], index[target]
+    ext = topology_cache(topology).extrema
+    one = np.ones(1)
+    norms = np.array([
+        normalize_latency(one * topology.latency_ms[u, v], ext)[0],
+        normalize_bandwidth(one * topology.bandwidth_mbps[u, v], ext)[0],
+        normalize_loss(one * topology.loss_pct[u, v], ext)[0],
+    ])
+    return _pair_score(norms, _weights(sensitivity))
+
+
+def _pair_score(norms: np.ndarray, m: np.ndarray) -> float:
+    present = ~np.isnan(norms)
+    if not present.any():
+        return UNREACHABLE_NODE_SCORE
+    den = float(m[present].sum())
+    if den <= 0:
+        return NO_INFORMATION_PAIR_SCORE
+    return float((m[present] * norms[present]).sum() / den)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One dependency (reverse=False: this pod -> dependency pods) or dependent (reverse=True:
+    dependent pods -> this pod) with placed pods: targets are topology positions with counts."""
+
+    name: str
+    reverse: bool
+    weight: float
+    sensitivity: Sensitivity
+    targets: np.ndarray
+    counts: np.ndarray
+
+
+def network_terms(state: ClusterState, ref: WorkloadRef) -> tuple[tuple[Term, ...], tuple[str, ...]]:
+    """Algorithm 2's dependency and dependent terms that have placed pods."""
+    index = state.topology.index
+    terms: list[Term] = []
+    notes: list[str] = []
+
+    def positions(workload: str) -> list[int]:
+        nodes = placed_nodes(state, ref.group, workload)
+        known = [index[n] for n in nodes if n in index]
+        if len(known) < len(nodes):
+            missing = sorted({n for n in nodes if n not in index})
+            notes.append(f"{workload}: pods on {', '.join(missing)} left out (node not in the topology)")
+        return known
+
+    w = ref.workload.weight
+    for dep in ref.workload.dependencies:
+        pos = positions(dep.target)
+        if pos:
+            uniq, counts = unique_counts(pos)
+            terms.append(Term(dep.target, False, w, dep.sensitivity, uniq, counts))
+    for dependent, dep in ref.group.dependents_of(ref.workload.name):
+        pos = positions(dependent.name)
+        if pos:
+            uniq, counts = unique_counts(pos)
+            terms.append(Term(dependent.name, True, dependent.weight, dep.sensitivity, uniq, counts))
+    return tuple(terms), tuple(notes)
+
+
+def _exact_pairs(m: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """Pair scores (k, P) under the missing-metric rules for pairs whose raw values ``vals`` (3, P)
+    contain NaN: renormalize over present metrics, all missing -> unreachable."""
+    present = ~np.isnan(vals)
+    num = m @ np.where(present, vals, 0.0)
+    den = m @ present.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pair = np.where(den > 0, num / den, NO_INFORMATION_PAIR_SCORE)
+    return np.where(present.any(axis=0)[None, :], pair, UNREACHABLE_NODE_SCORE)
+
+
+def term_averages(topology: Topology, terms: Sequence[Term], positions: np.ndarray, *,
+                  same_node_score: float = DEFAULT_SAME_NODE_SCORE) -> np.ndarray:
+    """(k, len(positions)) average ComputeScore of each term from each candidate position (in [0, 1]).
+
+    Linear in the normalized metrics except for pairs missing a metric and same-node pairs, so the
+    bulk is three (k x U) @ (U x n) products on NaN-free data, then those sparse pairs are corrected.
+    Positions of -1 (unknown nodes) get 0; the caller replaces them with a neutral score.
+    """
+    k = len(terms)
+    out = np.zeros((k, positions.size), dtype=np.float64)
+    if k == 0 or positions.size == 0:
+        return out
+    cache = topology_cache(topology)
+    n = cache.n
+    known = positions >= 0
+    uniq_pos, inverse = np.unique(np.where(known, positions, 0), return_inverse=True)
+    # Work on all n nodes unless the candidates are a small subset.
+    subset = uniq_pos.size * 4 < n
+    cols = uniq_pos if subset else np.arange(n)
+    col_of = np.full(n, -1, dtype=np.int64)
+    col_of[cols] = np.arange(cols.size)
+    for reverse in (False, True):
+        rows = [i for i, t in enumerate(terms) if t.reverse == reverse]
+        if not rows:
+            continue
+        union = np.unique(np.concatenate([terms[i].targets for i in rows]))
+        stack = cache.stacked(union, reverse)
+        block = stack.zeros[:, :, cols] if subset else stack.zeros  # (3, U, cols)
+        vmat = np.zeros((len(rows), union.size), dtype=np.float64)
+        mmat = np.zeros((len(rows), 3), dtype=np.float64)
+        for r, i in enumerate(rows):
+            term = terms[i]
+            vmat[r, np.searchsorted(union, term.targets)] = term.counts / float(term.counts.sum())
+            mmat[r] = _weights(term.sensitivity)
+        v32 = vmat.astype(np.float32)
+        scores = np.zeros((len(rows), cols.size), dtype=np.float64)
+        for m in range(3):
+            scores += mmat[:, m:m + 1] * (v32 @ block[m])
+        # Pairs missing a metric (not same-node): replace the linear value by the exact rule.
+        if stack.nan_u.size:
+            c_idx = col_of[stack.nan_col]
+            keep = (c_idx >= 0) & (union[stack.nan_u] != stack.nan_col)
+            if keep.any():
+                u_k, c_k, vals = stack.nan_u[keep], c_idx[keep], stack.nan_vals[:, keep]
+                linear = mmat @ np.nan_to_num(vals, nan=0.0)
+                delta = vmat[:, u_k] * (_exact_pairs(mmat, vals) - linear)
+                for r in range(len(rows)):
+                    scores[r] += np.bincount(c_k, weights=delta[r], minlength=cols.size)
+        # Same node: the same-node score replaces whatever the metrics say.
+        same_c = col_of[union]
+        has = same_c >= 0
+        if has.any():
+            u_s, c_s = np.nonzero(has)[0], same_c[has]
+            linear = mmat @ stack.zeros[:, u_s, union[u_s]].astype(np.float64)
+            scores[:, c_s] += vmat[:, u_s] * (same_node_score - linear)
+        for r, i in enumerate(rows):
+            out[i] = scores[r, col_of[uniq_pos]][inverse]
+    out[:, ~known] = 0.0
+    return out
+
+
+def network_scores(state: ClusterState, ref: WorkloadRef, positions: np.ndarray, *,
+                   same_node_score: float = DEFAULT_SAME_NODE_SCORE
+                   ) -> tuple[np.ndarray | None, tuple[str, ...]]:
+    """Algorithm 2 (slips fixed) for every candidate position, 0..100.
+
+    None when no dependency or dependent has placed pods (the caller falls back to cold start).
+    """
+    terms, notes = network_terms(state, ref)
+    if not terms:
+        return None, notes
+    weights = np.array([t.weight for t in terms], dtype=np.float64)
+    total_weight = float(weights.sum())
+    if total_weight <= 0:
+        return None, (*notes, "all dependency weights are 0")
+    avgs = term_averages(state.topology, terms, positions, same_node_score=same_node_score)
+    return MAX_NODE_SCORE * (weights @ avgs) / total_weight, notes
+
+
+def naive_network_score(state: ClusterState, ref: WorkloadRef, node: str, *,
+                        same_node_score: float = DEFAULT_SAME_NODE_SCORE) -> float | None:
+    """Straightforward per-node loop of Algorithm 2 (slips fixed): the reference for tests and the
+    benchmark. None when no dependency or dependent has placed pods."""
+    topology = state.topology
+    total_score = 0.0
+    total_weight = 0.0
+    w = ref.workload.weight
+    for dep in ref.workload.dependencies:
+        nodes = [n for n in placed_nodes(state, ref.group, dep.target) if n in topology.index]
+        if not nodes:
+            continue
+        inter = sum(compute_score(topology, node, t, dep.sensitivity, same_node_score=same_node_score)
+                    for t in nodes)
+        total_score += w * inter / len(nodes)
+        total_weight += w
+    for dependent, dep in ref.group.dependents_of(ref.workload.name):
+        nodes = [n for n in placed_nodes(state, ref.group, dependent.name) if n in topology.index]
+        if not nodes:
+            continue
+        inter = sum(compute_score(topology, t, node, dep.sensitivity, same_node_score=same_node_score)
+                    for t in nodes)
+        total_score += dependent.weight * inter / len(nodes)
+        total_weight += dependent.weight
+    if total_weight <= 0:
+        return None
+    return MAX_NODE_SCORE * total_score / total_weight
+
+
+def pair_scores(topology: Topology, positions: np.ndarray, targets: np.ndarray, sensitivity: Sensitivity, *,
+                same_node_score: float = DEFAULT_SAME_NODE_SCORE) -> np.ndarray:
+    """(len(positions), len(targets)) ComputeScore from each candidate to each target position,
+    with the same missing-metric rules as Score. Unknown candidates (-1) get 0."""
+    out = np.zeros((positions.size, targets.size), dtype=np.float64)
+    if positions.size == 0 or targets.size == 0:
+        return out
+    cache = topology_cache(topology)
+    known = positions >= 0
+    safe = np.where(known, positions, 0)
+    block = np.stack([cache.vector(int(t), False)[:, safe] for t in targets], axis=2)  # (3, C, T)
+    m = _weights(sensitivity)
+    nan = np.isnan(block)
+    values = np.where(nan, 0.0, block).astype(np.float64)
+    present = (~nan).astype(np.float64)
+    num = np.einsum("m,mct->ct", m, values)
+    den = np.einsum("m,mct->ct", m, present)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pair = np.where(den > 0, num / den, NO_INFORMATION_PAIR_SCORE)
+    pair = np.where(present.max(axis=0) > 0, pair, UNREACHABLE_NODE_SCORE)
+    pair = np.where(safe[:, None] == targets[None, :], same_node_score, pair)
+    pair[~known] = 0.0
+    return pair

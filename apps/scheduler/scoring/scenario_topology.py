@@ -1,0 +1,75 @@
+"""Build a ``Topology`` straight from a scenario's nominal link values (no probes, no database).
+
+Used by the acceptance tests, the benchmark and the evaluation harness, where the topology is the
+scenario's design rather than a measurement. Extrema are taken over all off-diagonal pairs (the
+diagonal is the node itself, never measured: latency 0, bandwidth and loss unknown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from apps.probes.scenario import Scenario
+from apps.topology.topomath import Topology
+
+
+def _extrema(arr: np.ndarray) -> tuple[float, float]:
+    n = arr.shape[0]
+    values = arr[~np.eye(n, dtype=bool)] if n > 1 else np.empty(0)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return float("nan"), float("nan")
+    return float(values.min()), float(values.max())
+
+
+def topology_from_scenario(scenario: Scenario, *,
+                           zone_costs: Mapping[tuple[str, str], float] | None = None,
+                           region_costs: Mapping[tuple[str, str], float] | None = None) -> Topology:
+    """Dense nominal Topology of a scenario; unreachable pairs are NaN in all three metrics."""
+    names = scenario.node_names
+    n = len(names)
+    zone_of = {node.name: node.zone for node in scenario.nodes}
+    zone_list = scenario.zones()
+    zpos = {z: i for i, z in enumerate(zone_list)}
+    nz = len(zone_list)
+    # Zone-pair matrices, then broadcast to nodes; node links and unreachable pairs patched after.
+    zl = np.full((nz, nz, 3), np.nan)
+    for (a, b), link in scenario.zone_links.items():
+        zl[zpos[a], zpos[b]] = (link.latency_ms, link.bandwidth_mbps, link.loss_pct)
+    node_zone = np.array([zpos[zone_of[name]] for name in names], dtype=np.int64)
+    full = zl[node_zone[:, None], node_zone[None, :]]  # (n, n, 3)
+    index = {name: i for i, name in enumerate(names)}
+    for (a, b), link in scenario.node_links.items():
+        full[index[a], index[b]] = (link.latency_ms, link.bandwidth_mbps, link.loss_pct)
+    for a, b in scenario.unreachable:
+        full[index[a], index[b]] = np.nan
+    latency = np.ascontiguousarray(full[:, :, 0])
+    bandwidth = np.ascontiguousarray(full[:, :, 1])
+    loss = np.ascontiguousarray(full[:, :, 2])
+    diag = np.arange(n)
+    latency[diag, diag] = 0.0
+    bandwidth[diag, diag] = np.nan
+    loss[diag, diag] = np.nan
+    min_l, max_l = _extrema(latency)
+    min_b, max_b = _extrema(bandwidth)
+    min_r, max_r = _extrema(loss)
+    return Topology(
+        nodes=names,
+        zones=tuple(node.zone for node in scenario.nodes),
+        regions=tuple(node.region for node in scenario.nodes),
+        latency_ms=latency,
+        bandwidth_mbps=bandwidth,
+        loss_pct=loss,
+        inferred=np.zeros((n, n), dtype=bool),
+        stale=np.zeros((n, n), dtype=bool),
+        min_latency=min_l,
+        max_latency=max_l,
+        min_bandwidth=min_b,
+        max_bandwidth=max_b,
+        min_lossrate=min_r,
+        max_lossrate=max_r,
+        zone_costs=dict(zone_costs or {}),
+        region_costs=dict(region_costs or {}),
+    )

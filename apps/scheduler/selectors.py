@@ -1,0 +1,330 @@
+"""Reads of the scheduler app: the cached ClusterState the extender scores against, profiles,
+decisions and the pod cache.
+
+The extender's hot path must cost about the scoring time, not ORM time, so the ClusterState is
+built once and kept in-process until its version changes. Freshness is checked cheaply on every
+request: one Redis GET of a counter that every write bumps (bind, watcher, signals on the models
+we read), plus a database fingerprint (counts and newest update times) at most every
+``STATE_DB_CHECK_SECONDS`` for writes that bypass signals, plus a maximum age for the time-based
+inputs (node usage windows, hot-spot bindings).
+
+If Redis or the database cannot be reached the snapshot comes back *degraded* (with the reason):
+the services then let every node pass and answer neutral scores, as kube-scheduler should not
+fail a pod because netaware cannot see.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+import redis
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count, Max, Q, QuerySet, Sum
+from django.utils import timezone
+
+from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage
+from apps.topology.topomath import Topology
+
+from .choices import Verb
+from .models import Decision, ObservedPod, SchedulerProfile
+
+log = logging.getLogger(__name__)
+
+STATE_VERSION_KEY = "netaware:scheduler:state-version"
+
+
+def conf(name: str, default: Any) -> Any:
+    return settings.NETAWARE.get(name, default)
+
+
+# --- Redis -----------------------------------------------------------------------------------
+
+_redis_clients: dict[str, redis.Redis] = {}
+_redis_lock = threading.Lock()
+
+
+def redis_client() -> redis.Redis:
+    url = settings.REDIS_URL
+    with _redis_lock:
+        client = _redis_clients.get(url)
+        if client is None:
+            client = _redis_clients[url] = redis.Redis.from_url(
+                url, socket_connect_timeout=0.25, socket_timeout=0.25, health_check_interval=0
+            )
+        return client
+
+
+def empty_topology() -> Topology:
+    z = np.zeros((0, 0))
+    b = np.zeros((0, 0), dtype=bool)
+    return Topology(nodes=(), zones=(), regions=(), latency_ms=z, bandwidth_mbps=z.copy(),
+                    loss_pct=z.copy(), inferred=b, stale=b.copy())
+
+
+# --- building the state ----------------------------------------------------------------------
+
+
+def requested_by_node() -> dict[str, tuple[int, int, int]]:
+    """(cpu millicores, memory bytes, pod count) requested by non-terminal pods on each node."""
+    rows = (
+        ObservedPod.objects.exclude(node_name="")
+        .filter(terminal=False)
+        .values("node_name")
+        .annotate(cpu=Sum("cpu_request_millicores"), mem=Sum("memory_request_bytes"), pods=Count("id"))
+    )
+    return {r["node_name"]: (r["cpu"] or 0, r["mem"] or 0, r["pods"]) for r in rows}
+
+
+def recent_bindings(*, now: datetime) -> dict[str, int]:
+    window = timedelta(seconds=conf("HOTSPOT_WINDOW_SECONDS", 300))
+    rows = (
+        Decision.objects.filter(verb=Verb.BIND, ts__gte=now - window, error="")
+        .exclude(node="")
+        .values("node")
+        .annotate(n=Count("id"))
+    )
+    return {r["node"]: r["n"] for r in rows}
+
+
+def node_resources() -> dict[str, NodeResources]:
+    from apps.topology.models import Node
+
+    requested = requested_by_node()
+    out: dict[str, NodeResources] = {}
+    for row in Node.objects.values(
+        "name", "zone", "region", "labels", "allocatable_cpu_millicores", "allocatable_memory_bytes"
+    ):
+        cpu, mem, pods = requested.get(row["name"], (0, 0, 0))
+        out[row["name"]] = NodeResources(
+            name=row["name"],
+            zone=row["zone"] or "",
+            region=row["region"] or "",
+            allocatable_cpu_millicores=row["allocatable_cpu_millicores"] or 0,
+            allocatable_memory_bytes=row["allocatable_memory_bytes"] or 0,
+            requested_cpu_millicores=cpu,
+            requested_memory_bytes=mem,
+            pod_count=pods,
+            labels=row["labels"] or {},
+        )
+    return out
+
+
+def build_cluster_state(*, now: datetime | None = None) -> ClusterState:
+    """One consistent picture of the cluster from the database (not cached; see ``snapshot``)."""
+    from apps.appgroups.selectors import all_appgroup_specs, placements_by_workload
+    from apps.probes.selectors import node_usage
+    from apps.topology.selectors import current_topology
+
+    now = now or timezone.now()
+    topology = current_topology() or empty_topology()
+    usage: dict[str, NodeUsage] = node_usage(now=now)
+    return ClusterState(
+        topology=topology,
+        appgroups=tuple(all_appgroup_specs()),
+        placements={k: tuple(v) for k, v in placements_by_workload().items()},
+        nodes=node_resources(),
+        usage=usage,
+        recent_bindings=recent_bindings(now=now),
+    )
+
+
+def _fingerprint() -> tuple:
+    """Cheap summary of every table the state is built from; changes when any of them changes."""
+    from apps.appgroups.models import AppGroup, Dependency, Placement, Workload
+    from apps.topology.models import Node
+
+    parts: list[Any] = []
+    for model in (Node, AppGroup, Workload, Dependency, Placement, ObservedPod, SchedulerProfile):
+        stamp = next(
+            (f.name for f in model._meta.concrete_fields if getattr(f, "auto_now", False)), None
+        )
+        aggregates: dict[str, Any] = {"n": Count("pk"), "top": Max("pk")}
+        if stamp:
+            aggregates["ts"] = Max(stamp)
+        parts.append(tuple(model.objects.aggregate(**aggregates).values()))
+    from apps.topology.models import TopologySnapshot
+
+    parts.append(TopologySnapshot.objects.order_by("-version").values_list("version", "stale", "stale_reason").first())
+    return tuple(parts)
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    name: str
+    is_default: bool
+    scorers: list[dict[str, Any]]
+    filters: list[Any]
+    params: dict[str, Any]
+
+
+@dataclass
+class Snapshot:
+    state: ClusterState | None
+    profiles: dict[str, Any] = field(default_factory=dict)  # name -> engine Profile
+    default_profile: str = ""
+    degraded: str = ""  # why the state could not be read ("" = healthy)
+    built_at: float = 0.0
+    version: Any = None
+
+
+class _StateCache:
+    """Per-process cache of the ClusterState and the compiled profiles."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.snapshot: Snapshot | None = None
+        self.redis_version: Any = None
+        self.fingerprint: Any = None
+        self.fingerprint_checked = 0.0
+        self.failed_until = 0.0
+        self.failure = ""
+
+    def invalidate(self) -> None:
+        with self.lock:
+            self.snapshot = None
+            self.fingerprint = None
+            self.fingerprint_checked = 0.0
+            self.failed_until = 0.0
+
+    def get(self) -> Snapshot:
+        now = time.monotonic()
+        with self.lock:
+            if now < self.failed_until:
+                return Snapshot(state=None, degraded=self.failure)
+            try:
+                return self._get(now)
+            except Exception as exc:  # database or Redis unreachable, or a broken row
+                self.failure = _describe_failure(exc)
+                self.failed_until = now + float(conf("STATE_RETRY_AFTER_SECONDS", 1.0))
+                self.snapshot = None
+                log.warning("scheduler state unavailable: %s", self.failure)
+                if self.failure.startswith("database"):
+                    with contextlib.suppress(Exception):
+                        connection.close_if_unusable_or_obsolete()
+                return Snapshot(state=None, degraded=self.failure)
+
+    def _get(self, now: float) -> Snapshot:
+        try:
+            version = redis_client().get(STATE_VERSION_KEY)
+        except redis.RedisError as exc:
+            raise StateUnavailable(f"redis unavailable: {type(exc).__name__}: {exc}") from exc
+        snap = self.snapshot
+        stale = (
+            snap is None
+            or version != self.redis_version
+            or now - snap.built_at > float(conf("STATE_MAX_AGE_SECONDS", 30.0))
+        )
+        if not stale and now - self.fingerprint_checked >= float(conf("STATE_DB_CHECK_SECONDS", 1.0)):
+            fp = _db(_fingerprint)
+            self.fingerprint_checked = now
+            stale = fp != self.fingerprint
+        if not stale and snap is not None:
+            return snap
+        fp = _db(_fingerprint)
+        state = _db(build_cluster_state)
+        profiles, default = _db(compiled_profiles)
+        self.snapshot = Snapshot(state=state, profiles=profiles, default_profile=default, built_at=now, version=version)
+        self.redis_version = version
+        self.fingerprint = fp
+        self.fingerprint_checked = now
+        return self.snapshot
+
+
+class StateUnavailable(RuntimeError):
+    pass
+
+
+def _db(fn: Any) -> Any:
+    from django.db import DatabaseError, InterfaceError
+
+    try:
+        return fn()
+    except (DatabaseError, InterfaceError) as exc:
+        raise StateUnavailable(f"database unavailable: {type(exc).__name__}: {str(exc).strip()}") from exc
+
+
+def _describe_failure(exc: BaseException) -> str:
+    if isinstance(exc, StateUnavailable):
+        return str(exc)
+    return f"state build failed: {type(exc).__name__}: {exc}"
+
+
+_cache = _StateCache()
+
+
+def snapshot() -> Snapshot:
+    """The current ClusterState (cached; degraded with a reason when the stores are down)."""
+    return _cache.get()
+
+
+def invalidate_state() -> None:
+    """Forget this process's snapshot (tests, or after a local write)."""
+    _cache.invalidate()
+
+
+# --- profiles --------------------------------------------------------------------------------
+
+
+def profile_rows() -> list[ProfileRow]:
+    return [
+        ProfileRow(p.name, p.is_default, list(p.scorers or []), list(p.filters or []), dict(p.params or {}))
+        for p in SchedulerProfile.objects.all()
+    ]
+
+
+def compiled_profiles() -> tuple[dict[str, Any], str]:
+    """Engine profiles by name (rows that fail to compile are skipped and logged) and the default."""
+    from .profiles import builtin_default_name, compile_profile
+
+    compiled: dict[str, Any] = {}
+    default = ""
+    for row in profile_rows():
+        try:
+            compiled[row.name] = compile_profile(row)
+        except ValueError as exc:
+            log.error("scheduler profile %r is invalid and ignored: %s", row.name, exc)
+            continue
+        if row.is_default:
+            default = row.name
+    if not compiled:
+        from .profiles import builtin_profiles
+
+        compiled = dict(builtin_profiles())
+    if default not in compiled:
+        default = builtin_default_name() if builtin_default_name() in compiled else next(iter(compiled))
+    return compiled, default
+
+
+# --- decisions and pods ----------------------------------------------------------------------
+
+
+def decisions(*, pod: str = "", verb: str = "", since: datetime | None = None) -> QuerySet[Decision]:
+    qs = Decision.objects.all()
+    if pod:
+        namespace, _, name = pod.rpartition("/")
+        qs = qs.filter(pod_name=name) if not namespace else qs.filter(pod_namespace=namespace, pod_name=name)
+    if verb:
+        qs = qs.filter(verb=verb)
+    if since is not None:
+        qs = qs.filter(ts__gte=since)
+    return qs
+
+
+def observed_pod(*, namespace: str, name: str) -> ObservedPod | None:
+    return ObservedPod.objects.filter(namespace=namespace, name=name).first()
+
+
+def pods_on_node(*, node: str) -> QuerySet[ObservedPod]:
+    return ObservedPod.objects.filter(node_name=node, terminal=False)
+
+
+def terminal_q() -> Q:
+    return Q(terminal=True)

@@ -1,0 +1,531 @@
+"""Writes and the extender's verbs: filter, prioritize, bind, preempt, the decision log, profiles.
+
+Every handler takes the raw request body and returns the response bytes; parsing errors raise
+``wire.WireError`` and everything else is caught at the view edge, so kube-scheduler always gets a
+200 with a reason. Scoring itself is the framework-free engine (``apps.scheduler.scoring``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from django.db import DatabaseError, InterfaceError, connection, transaction
+from django.utils import timezone
+
+from apps.scheduler.scoring.state import ClusterState, NodeResources, PodInfo
+
+from . import selectors, wire
+from .choices import Verb
+from .models import Decision, ObservedPod, SchedulerProfile
+
+log = logging.getLogger(__name__)
+
+NEUTRAL_EXTENDER_SCORE = 5  # NEUTRAL_SCORE 50 on 0..100 → 5 on kube-scheduler's 0..10
+
+
+def _conf(name: str, default: Any) -> Any:
+    return selectors.conf(name, default)
+
+
+# === decision log ==============================================================================
+# Decisions are buffered in-process and written with one bulk INSERT after the response has been
+# sent (ExtenderResponse.close) or by a background flusher, so logging never adds to what
+# kube-scheduler waits for. Breakdown arrays stay numpy until orjson serializes them at flush.
+
+
+class _DecisionLog:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pending: list[Decision] = []
+        self.first_pending_at = 0.0
+        self.since_prune = 0
+        self.thread: threading.Thread | None = None
+        self.dropped = 0
+
+    def add(self, decision: Decision, *, flush_now: bool = False) -> None:
+        limit = int(_conf("DECISION_BUFFER_MAX", 5000))
+        with self.lock:
+            if not self.pending:
+                self.first_pending_at = time.monotonic()
+            self.pending.append(decision)
+            if len(self.pending) > limit:  # the database has been away for long: keep the newest
+                drop = len(self.pending) - limit
+                del self.pending[:drop]
+                self.dropped += drop
+        if flush_now or float(_conf("DECISION_FLUSH_SECONDS", 0.5)) <= 0:
+            self.flush()
+        else:
+            self._ensure_thread()
+
+    def due(self) -> bool:
+        if not self.pending:
+            return False
+        if len(self.pending) >= int(_conf("DECISION_BATCH", 64)):
+            return True
+        return time.monotonic() - self.first_pending_at >= float(_conf("DECISION_FLUSH_SECONDS", 0.5))
+
+    def flush(self) -> int:
+        with self.lock:
+            batch, self.pending = self.pending, []
+        if not batch:
+            return 0
+        try:
+            Decision.objects.bulk_create(batch)
+        except (DatabaseError, InterfaceError) as exc:
+            log.warning("decision log: %d decisions kept for later, database unavailable: %s", len(batch), exc)
+            with self.lock:
+                self.pending[:0] = batch
+                self.first_pending_at = time.monotonic()
+            _close_broken_connection()
+            return 0
+        self.since_prune += len(batch)
+        keep = int(_conf("DECISION_RETENTION", 20000))
+        if self.since_prune >= max(1, keep // 20):
+            self.since_prune = 0
+            try:
+                prune_decisions(keep=keep)
+            except (DatabaseError, InterfaceError) as exc:
+                log.warning("decision log prune failed: %s", exc)
+                _close_broken_connection()
+        return len(batch)
+
+    def _ensure_thread(self) -> None:
+        if self.thread is not None and self.thread.is_alive():
+            return
+        with self.lock:
+            if self.thread is not None and self.thread.is_alive():
+                return
+            self.thread = threading.Thread(target=self._run, name="decision-log-flusher", daemon=True)
+            self.thread.start()
+
+    def _run(self) -> None:
+        # Only for an idle process: under load after_response() flushes between requests, which
+        # keeps the flush's serialization off every request's critical path (the GIL).
+        while True:
+            period = max(0.05, float(_conf("DECISION_FLUSH_SECONDS", 0.5)))
+            time.sleep(period)
+            try:
+                if self.pending and time.monotonic() - self.first_pending_at >= 2 * period:
+                    self.flush()
+            except Exception:  # never let the flusher die
+                log.exception("decision log flusher failed")
+
+
+_decisions = _DecisionLog()
+atexit.register(lambda: _decisions.flush() if _decisions.pending else None)
+
+
+def _close_broken_connection() -> None:
+    with contextlib.suppress(Exception):
+        connection.close_if_unusable_or_obsolete()
+
+
+def after_response() -> None:
+    """Called once a response has been written: flush the decision buffer when a batch is due."""
+    if _decisions.due():
+        try:
+            _decisions.flush()
+        except Exception:
+            log.exception("decision log flush failed")
+
+
+def flush_decisions() -> int:
+    """Write every buffered decision now (tests, shutdown); returns how many were written."""
+    return _decisions.flush()
+
+
+def prune_decisions(*, keep: int) -> int:
+    """Delete all but the newest ``keep`` decisions (one indexed DELETE)."""
+    cutoff = Decision.objects.order_by("-id").values_list("id", flat=True)[keep : keep + 1].first()
+    if cutoff is None:
+        return 0
+    deleted, _ = Decision.objects.filter(id__lte=cutoff).delete()
+    return deleted
+
+
+def log_decision(
+    *,
+    verb: str,
+    pod: PodInfo | None,
+    started: float,
+    profile: str = "",
+    workload: str = "",
+    node: str = "",
+    candidates: int = 0,
+    result: Mapping[str, Any] | None = None,
+    breakdown: Mapping[str, Any] | None = None,
+    error: str = "",
+    flush_now: bool = False,
+) -> None:
+    decision = Decision(
+        ts=timezone.now(),
+        verb=verb,
+        pod_namespace=pod.namespace if pod else "",
+        pod_name=pod.name if pod else "",
+        pod_uid=pod.uid if pod else "",
+        profile=profile,
+        workload=workload,
+        node=node,
+        candidates=candidates,
+        result=dict(result or {}),
+        breakdown=dict(breakdown or {}),
+        error=error,
+        duration_ms=(time.perf_counter() - started) * 1000.0,
+    )
+    _decisions.add(decision, flush_now=flush_now)
+
+
+def log_bad_request(*, verb: str, error: str, started: float) -> None:
+    try:
+        log_decision(verb=verb, pod=None, started=started, error=error)
+    except Exception:
+        log.exception("could not log a bad %s request", verb)
+
+
+# === request context ============================================================================
+
+
+class _Context:
+    __slots__ = ("args", "degraded", "profile", "profile_name", "snap", "state", "unknown")
+
+    def __init__(self, args: wire.ExtenderArgs, snap: selectors.Snapshot) -> None:
+        self.args = args
+        self.snap = snap
+        self.degraded = snap.degraded
+        self.state: ClusterState | None = snap.state
+        self.profile_name = ""
+        self.profile: Any = None
+        self.unknown: list[str] = []
+        if self.state is None:
+            return
+        if args.nodes is not None:
+            self.state = _with_node_objects(self.state, args.nodes)
+        self.profile_name, self.profile, note = _pick_profile(snap, args.pod)
+        if note:
+            self.unknown.append(note)
+        # Candidates unknown to netaware are noted by the engine itself (and scored neutral).
+
+
+def _with_node_objects(state: ClusterState, objects: Sequence[wire.NodeObject]) -> ClusterState:
+    """Nodes mode: labels, zone and allocatable come from kube-scheduler's objects, what is already
+    requested on them from our pod cache."""
+    nodes: dict[str, NodeResources] = dict(state.nodes)
+    for obj in objects:
+        fresh = obj.resources
+        cached = nodes.get(fresh.name)
+        if cached is not None:
+            fresh = replace(
+                fresh,
+                requested_cpu_millicores=cached.requested_cpu_millicores,
+                requested_memory_bytes=cached.requested_memory_bytes,
+                pod_count=cached.pod_count,
+                zone=fresh.zone or cached.zone,
+                region=fresh.region or cached.region,
+            )
+        nodes[fresh.name] = fresh
+    return replace(state, nodes=nodes)
+
+
+def _pick_profile(snap: selectors.Snapshot, pod: PodInfo) -> tuple[str, Any, str]:
+    wanted = pod.annotations.get(wire.PROFILE_ANNOTATION, "")
+    if wanted and wanted in snap.profiles:
+        return wanted, snap.profiles[wanted], ""
+    note = ""
+    if wanted:
+        note = f"profile {wanted!r} from annotation {wire.PROFILE_ANNOTATION} does not exist; using {snap.default_profile!r}"
+    return snap.default_profile, snap.profiles.get(snap.default_profile), note
+
+
+def _workload_label(value: Any) -> str:
+    if not value:
+        return ""
+    if isinstance(value, tuple | list):
+        return "/".join(str(v) for v in value)
+    return str(value)
+
+
+# === filter =====================================================================================
+
+
+def handle_filter(body: bytes, started: float) -> bytes:
+    from .scoring import engine
+
+    args = wire.parse_extender_args(body)
+    ctx = _Context(args, selectors.snapshot())
+    candidates = args.candidates
+    if ctx.state is None:
+        log_decision(
+            verb=Verb.FILTER, pod=args.pod, started=started, candidates=len(candidates),
+            result={"passed": len(candidates), "failed": {}, "unresolvable": {}},
+            error=f"degraded, every node passes: {ctx.degraded}",
+        )
+        return wire.filter_result(args=args, passed=candidates, failed={}, unresolvable={})
+    outcome = engine.run_filters(ctx.state, args.pod, list(candidates), ctx.profile)
+    failed = dict(outcome.failed)
+    unresolvable = dict(outcome.unresolvable)
+    passed = list(outcome.passed)
+    notes = list(ctx.unknown) + list(getattr(outcome, "notes", ()) or ())
+    log_decision(
+        verb=Verb.FILTER, pod=args.pod, started=started, profile=ctx.profile_name,
+        workload=_workload_label(getattr(outcome, "workload", None)), candidates=len(candidates),
+        result={"passed": len(passed), "failed": failed, "unresolvable": unresolvable, "notes": notes},
+        breakdown={"reasons": {**failed, **unresolvable}},
+    )
+    return wire.filter_result(args=args, passed=passed, failed=failed, unresolvable=unresolvable)
+
+
+# === prioritize =================================================================================
+
+
+def handle_prioritize(body: bytes, started: float) -> bytes:
+    from .scoring import engine
+
+    args = wire.parse_extender_args(body)
+    ctx = _Context(args, selectors.snapshot())
+    candidates = list(args.candidates)
+    if ctx.state is None:
+        scores = [NEUTRAL_EXTENDER_SCORE] * len(candidates)
+        log_decision(
+            verb=Verb.PRIORITIZE, pod=args.pod, started=started, candidates=len(candidates),
+            result={"neutral": True}, error=f"degraded, neutral scores: {ctx.degraded}",
+        )
+        return wire.prioritize_result(candidates, scores)
+    outcome = engine.run_scorers(ctx.state, args.pod, candidates, ctx.profile)
+    extender = np.asarray(outcome.extender, dtype=np.int64)
+    np.clip(extender, 0, 10, out=extender)
+    nodes = list(outcome.nodes)
+    best = ""
+    if len(nodes):
+        best = nodes[int(np.argmax(outcome.total))]
+    notes = list(ctx.unknown) + list(getattr(outcome, "notes", ()) or ())
+    log_decision(
+        verb=Verb.PRIORITIZE, pod=args.pod, started=started, profile=ctx.profile_name,
+        workload=_workload_label(outcome.workload), node=best, candidates=len(candidates),
+        result={"best": best, "notes": notes},
+        breakdown={
+            "nodes": nodes,
+            "total": np.round(outcome.total, 2),
+            "extender": extender,
+            "scorers": {name: np.round(arr, 2) for name, arr in outcome.breakdown.items()},
+        },
+    )
+    return wire.prioritize_result(nodes, extender.tolist())
+
+
+# === bind =======================================================================================
+
+
+def _pod_labels_for_bind(binding: wire.BindingArgs) -> tuple[dict[str, str], ObservedPod | None]:
+    """Labels of the pod being bound: the watcher's cache first, else one read from the API."""
+    try:
+        cached = selectors.observed_pod(namespace=binding.pod_namespace, name=binding.pod_name)
+    except (DatabaseError, InterfaceError):
+        cached = None
+        _close_broken_connection()
+    if cached is not None and (not binding.pod_uid or cached.uid in ("", binding.pod_uid)):
+        return dict(cached.labels or {}), cached
+    from netaware_site import kube
+
+    pod = kube.retry(
+        lambda: kube.core_v1().read_namespaced_pod(binding.pod_name, binding.pod_namespace), attempts=3
+    )
+    labels = dict(pod.metadata.labels or {}) if pod.metadata else {}
+    return labels, None
+
+
+def _bind_once(binding: wire.BindingArgs) -> None:
+    """POST the Binding; a 409 because the pod is already on *this* node is success (kube-scheduler
+    re-sends bind after a timeout), any other 409 (UID mismatch, bound elsewhere) is permanent."""
+    from netaware_site import kube
+
+    try:
+        kube.bind_pod(
+            namespace=binding.pod_namespace, pod=binding.pod_name, node=binding.node, uid=binding.pod_uid or None
+        )
+    except Exception as exc:
+        if kube.status_of(exc) != 409:
+            raise
+        current = kube.core_v1().read_namespaced_pod(binding.pod_name, binding.pod_namespace)
+        if current.spec is not None and current.spec.node_name == binding.node and (
+            not binding.pod_uid or current.metadata.uid == binding.pod_uid
+        ):
+            return
+        raise
+
+
+def bump_state_version() -> None:
+    """Tell every extender process its ClusterState is out of date (best effort)."""
+    try:
+        selectors.redis_client().incr(selectors.STATE_VERSION_KEY)
+    except Exception as exc:
+        log.warning("could not bump the scheduler state version: %s", exc)
+    selectors.invalidate_state()
+
+
+def handle_bind(body: bytes, started: float) -> bytes:
+    from netaware_site import kube
+
+    binding = wire.parse_binding_args(body)
+    pod = PodInfo(namespace=binding.pod_namespace, name=binding.pod_name, uid=binding.pod_uid)
+    try:
+        labels, cached = _pod_labels_for_bind(binding)
+    except Exception as exc:
+        labels, cached = {}, None
+        log.warning("bind %s/%s: pod labels unavailable (%s)", pod.namespace, pod.name, kube.describe(exc))
+    try:
+        kube.retry(
+            lambda: _bind_once(binding),
+            attempts=int(_conf("BIND_ATTEMPTS", 4)),
+            base_delay=0.1,
+            max_delay=1.0,
+            retry_on=lambda exc: kube.is_retryable(exc) and kube.status_of(exc) != 409,
+        )
+    except Exception as exc:
+        message = f"binding {pod.namespace}/{pod.name} to {binding.node} failed: {kube.describe(exc)}"
+        log.warning(message)
+        log_decision(verb=Verb.BIND, pod=pod, started=started, node=binding.node, error=message, flush_now=True)
+        return wire.binding_result(message)
+
+    notes: list[str] = []
+    try:
+        record_bound_pod(binding=binding, labels=labels, cached=cached)
+    except Exception as exc:  # the pod IS bound: report success, the watcher will catch up
+        notes.append(f"placement not recorded yet: {type(exc).__name__}: {exc}")
+        log.warning("bind %s/%s: %s", pod.namespace, pod.name, notes[-1])
+        _close_broken_connection()
+    log_decision(
+        verb=Verb.BIND, pod=pod, started=started, node=binding.node, candidates=1,
+        result={"bound": True, "notes": notes}, flush_now=True,
+    )
+    bump_state_version()
+    return wire.binding_result("")
+
+
+def record_bound_pod(*, binding: wire.BindingArgs, labels: Mapping[str, str], cached: ObservedPod | None) -> None:
+    from apps.appgroups.services import record_placement
+
+    with transaction.atomic():
+        record_placement(
+            pod_namespace=binding.pod_namespace,
+            pod_name=binding.pod_name,
+            pod_uid=binding.pod_uid,
+            node_name=binding.node,
+            labels=dict(labels),
+            source="extender",
+        )
+        if cached is not None:
+            ObservedPod.objects.filter(pk=cached.pk).update(node_name=binding.node, updated_at=timezone.now())
+
+
+# === preempt ====================================================================================
+
+
+def handle_preempt(body: bytes, started: float) -> bytes:
+    from .scoring import engine
+
+    args = wire.parse_preemption_args(body)
+    snap = selectors.snapshot()
+    nodes = list(args.victims)
+    if snap.state is None:
+        log_decision(
+            verb=Verb.PREEMPT, pod=args.pod, started=started, candidates=len(nodes),
+            result={"kept": nodes}, error=f"degraded, victims passed through: {snap.degraded}",
+        )
+        return wire.preemption_result(args.victims)
+    name, profile, _ = _pick_profile(snap, args.pod)
+    outcome = engine.run_filters(snap.state, args.pod, nodes, profile)
+    # Evicting pods frees resources; it cannot fix a network constraint. Keep only nodes where our
+    # filters accept the preemptor, or reject it for a reason preemption can resolve.
+    dropped = dict(outcome.unresolvable)
+    kept = {n: v for n, v in args.victims.items() if n not in dropped}
+    log_decision(
+        verb=Verb.PREEMPT, pod=args.pod, started=started, profile=name, candidates=len(nodes),
+        workload=_workload_label(getattr(outcome, "workload", None)),
+        result={"kept": sorted(kept), "dropped": dropped, "failed": dict(outcome.failed)},
+    )
+    return wire.preemption_result(kept)
+
+
+# === profiles ===================================================================================
+
+
+@transaction.atomic
+def save_profile(*, profile: SchedulerProfile) -> SchedulerProfile:
+    """Validate and save; making a profile the default unsets the previous default."""
+    if profile.is_default:
+        SchedulerProfile.objects.filter(is_default=True).exclude(pk=profile.pk).update(is_default=False)
+    profile.full_clean()
+    profile.save()
+    bump_state_version()
+    return profile
+
+
+def delete_profile(*, profile: SchedulerProfile) -> None:
+    profile.delete()
+    bump_state_version()
+
+
+# === pod cache (cluster watcher) ================================================================
+
+
+def upsert_observed_pod(*, obj: Mapping[str, Any]) -> ObservedPod | None:
+    """Store one v1.Pod (JSON) in the pod cache; returns the row or None for a nameless object."""
+    meta = wire.get_ci(obj, "metadata") or {}
+    status = wire.get_ci(obj, "status") or {}
+    name = wire.get_ci(meta, "name")
+    if not name:
+        return None
+    info = wire.parse_pod(obj, "pod")
+    phase = wire.get_ci(status, "phase") or ""
+    terminal = phase in ("Succeeded", "Failed") or bool(wire.get_ci(meta, "deletionTimestamp"))
+    row, _ = ObservedPod.objects.update_or_create(
+        namespace=info.namespace,
+        name=info.name,
+        defaults={
+            "uid": info.uid,
+            "node_name": wire.pod_node_name(obj),
+            "phase": phase,
+            "terminal": terminal,
+            "labels": dict(info.labels),
+            "annotations": dict(info.annotations),
+            "cpu_request_millicores": info.cpu_request_millicores,
+            "memory_request_bytes": info.memory_request_bytes,
+            "resource_version": str(wire.get_ci(meta, "resourceVersion") or ""),
+        },
+    )
+    return row
+
+
+def delete_observed_pod(*, namespace: str, name: str) -> int:
+    deleted, _ = ObservedPod.objects.filter(namespace=namespace, name=name).delete()
+    return deleted
+
+
+def decision_breakdown_by_node(decision: Decision) -> dict[str, dict[str, Any]]:
+    """The column-oriented breakdown turned node → {scorer: score, total, extender, reason}."""
+    data = decision.breakdown or {}
+    nodes = data.get("nodes") or []
+    out: dict[str, dict[str, Any]] = {}
+    scorers = data.get("scorers") or {}
+    total = data.get("total") or []
+    extender = data.get("extender") or []
+    for i, node in enumerate(nodes):
+        entry: dict[str, Any] = {name: values[i] for name, values in scorers.items() if i < len(values)}
+        if i < len(total):
+            entry["total"] = total[i]
+        if i < len(extender):
+            entry["extender"] = extender[i]
+        out[node] = entry
+    for node, reason in (data.get("reasons") or {}).items():
+        out.setdefault(node, {})["reason"] = reason
+    return out
+
+

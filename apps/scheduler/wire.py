@@ -1,0 +1,412 @@
+"""kube-scheduler's extender wire format (k8s.io/kube-scheduler/extender/v1), parsed and built.
+
+kube-scheduler marshals the extender types with Go's encoding/json and no json tags, so the
+top-level keys are Go field names (``Pod``, ``Nodes``, ``NodeNames``, ``PodName`` ...) while the
+embedded Kubernetes objects (v1.Pod, v1.NodeList) use their normal camelCase JSON names. Go's
+decoder matches keys case-insensitively, so we accept keys in any case at every level we read;
+unused pointer fields arrive as ``null``.
+
+Framework-free on purpose: the parsers take bytes and return frozen dataclasses, raise
+``WireError`` naming the offending field, and the builders return bytes ready to send.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from apps.scheduler.scoring.state import NodeResources, PodInfo
+
+ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
+PROFILE_ANNOTATION = "netaware.io/profile"
+
+
+class WireError(ValueError):
+    """The request body is not what kube-scheduler sends; the message names the field."""
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def get_ci(obj: Mapping[str, Any], key: str) -> Any:
+    """``obj[key]`` with Go's case-insensitive key matching (exact match wins)."""
+    if key in obj:
+        return obj[key]
+    lowered = key.lower()
+    for k, v in obj.items():
+        if isinstance(k, str) and k.lower() == lowered:
+            return v
+    return None
+
+
+def _mapping(value: Any, where: str, *, allow_null: bool = True) -> Mapping[str, Any]:
+    if value is None:
+        if allow_null:
+            return {}
+        raise WireError(f"{where}: required, got null")
+    if not isinstance(value, dict):
+        raise WireError(f"{where}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _string(value: Any, where: str, *, required: bool = False) -> str:
+    if value is None or value == "":
+        if required:
+            raise WireError(f"{where}: required")
+        return ""
+    if not isinstance(value, str):
+        raise WireError(f"{where}: expected a string, got {type(value).__name__}")
+    return value
+
+
+def _string_map(value: Any, where: str) -> dict[str, str]:
+    raw = _mapping(value, where)
+    out: dict[str, str] = {}
+    for k, v in raw.items():
+        if not isinstance(v, str):
+            raise WireError(f"{where}.{k}: expected a string, got {type(v).__name__}")
+        out[k] = v
+    return out
+
+
+def load_json(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise WireError(f"body: malformed JSON ({exc})") from exc
+
+
+# --- Kubernetes resource quantities ------------------------------------------------------------
+
+_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+_SUFFIX = {
+    None: 1.0,
+    "n": 1e-9,
+    "u": 1e-6,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2.0**10,
+    "Mi": 2.0**20,
+    "Gi": 2.0**30,
+    "Ti": 2.0**40,
+    "Pi": 2.0**50,
+    "Ei": 2.0**60,
+}
+
+
+def parse_quantity(value: Any, where: str) -> float:
+    """A resource.Quantity (``"500m"``, ``"16Gi"``, ``"1e3"``, or a bare number) as a float."""
+    if isinstance(value, bool):
+        raise WireError(f"{where}: expected a quantity, got a boolean")
+    if isinstance(value, int | float):
+        return float(value)
+    if not isinstance(value, str):
+        raise WireError(f"{where}: expected a quantity string, got {type(value).__name__}")
+    match = _QUANTITY.match(value.strip())
+    if not match:
+        raise WireError(f"{where}: {value!r} is not a Kubernetes quantity")
+    return float(match.group(1)) * _SUFFIX[match.group(2)]
+
+
+def _cpu_millicores(value: Any, where: str) -> int:
+    return round(parse_quantity(value, where) * 1000)
+
+
+def _bytes(value: Any, where: str) -> int:
+    return round(parse_quantity(value, where))
+
+
+# --- objects ---------------------------------------------------------------------------------
+
+
+def _container_requests(containers: Any, where: str) -> list[tuple[int, int]]:
+    if containers is None:
+        return []
+    if not isinstance(containers, list):
+        raise WireError(f"{where}: expected a list, got {type(containers).__name__}")
+    out: list[tuple[int, int]] = []
+    for i, container in enumerate(containers):
+        c = _mapping(container, f"{where}[{i}]")
+        resources = _mapping(get_ci(c, "resources"), f"{where}[{i}].resources")
+        requests = _mapping(get_ci(resources, "requests"), f"{where}[{i}].resources.requests")
+        cpu = requests.get("cpu")
+        mem = requests.get("memory")
+        out.append(
+            (
+                _cpu_millicores(cpu, f"{where}[{i}].resources.requests.cpu") if cpu is not None else 0,
+                _bytes(mem, f"{where}[{i}].resources.requests.memory") if mem is not None else 0,
+            )
+        )
+    return out
+
+
+def parse_pod(value: Any, where: str = "Pod") -> PodInfo:
+    """A v1.Pod object → PodInfo (effective requests as kube-scheduler computes them)."""
+    pod = _mapping(value, where, allow_null=False)
+    meta = _mapping(get_ci(pod, "metadata"), f"{where}.metadata")
+    spec = _mapping(get_ci(pod, "spec"), f"{where}.spec")
+    containers = _container_requests(get_ci(spec, "containers"), f"{where}.spec.containers")
+    init = _container_requests(get_ci(spec, "initContainers"), f"{where}.spec.initContainers")
+    cpu = max(sum(c for c, _ in containers), max((c for c, _ in init), default=0))
+    mem = max(sum(m for _, m in containers), max((m for _, m in init), default=0))
+    overhead = _mapping(get_ci(spec, "overhead"), f"{where}.spec.overhead")
+    if overhead.get("cpu") is not None:
+        cpu += _cpu_millicores(overhead["cpu"], f"{where}.spec.overhead.cpu")
+    if overhead.get("memory") is not None:
+        mem += _bytes(overhead["memory"], f"{where}.spec.overhead.memory")
+    return PodInfo(
+        namespace=_string(get_ci(meta, "namespace"), f"{where}.metadata.namespace") or "default",
+        name=_string(get_ci(meta, "name"), f"{where}.metadata.name", required=True),
+        uid=_string(get_ci(meta, "uid"), f"{where}.metadata.uid"),
+        labels=_string_map(get_ci(meta, "labels"), f"{where}.metadata.labels"),
+        annotations=_string_map(get_ci(meta, "annotations"), f"{where}.metadata.annotations"),
+        cpu_request_millicores=cpu,
+        memory_request_bytes=mem,
+    )
+
+
+def pod_node_name(value: Mapping[str, Any]) -> str:
+    spec = get_ci(value, "spec")
+    return (get_ci(spec, "nodeName") or "") if isinstance(spec, dict) else ""
+
+
+def pod_uid(value: Any) -> str:
+    if not isinstance(value, dict):
+        return ""
+    meta = get_ci(value, "metadata")
+    uid = get_ci(meta, "uid") if isinstance(meta, dict) else None
+    return uid if isinstance(uid, str) else ""
+
+
+def _first_label(labels: Mapping[str, str], keys: Sequence[str]) -> str:
+    for key in keys:
+        if labels.get(key):
+            return labels[key]
+    return ""
+
+
+def node_ready(status: Mapping[str, Any]) -> bool:
+    conditions = get_ci(status, "conditions")
+    if not isinstance(conditions, list):
+        return True
+    for condition in conditions:
+        if isinstance(condition, dict) and get_ci(condition, "type") == "Ready":
+            return get_ci(condition, "status") == "True"
+    return True
+
+
+@dataclass(frozen=True)
+class NodeObject:
+    """A full v1.Node as sent when nodeCacheCapable is false; ``raw`` is echoed back untouched."""
+
+    resources: NodeResources
+    ready: bool
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.resources.name
+
+
+def parse_node(value: Any, where: str) -> NodeObject:
+    node = _mapping(value, where, allow_null=False)
+    meta = _mapping(get_ci(node, "metadata"), f"{where}.metadata")
+    status = _mapping(get_ci(node, "status"), f"{where}.status")
+    labels = _string_map(get_ci(meta, "labels"), f"{where}.metadata.labels")
+    allocatable = _mapping(get_ci(status, "allocatable"), f"{where}.status.allocatable")
+    cpu = allocatable.get("cpu")
+    mem = allocatable.get("memory")
+    resources = NodeResources(
+        name=_string(get_ci(meta, "name"), f"{where}.metadata.name", required=True),
+        zone=_first_label(labels, ZONE_LABELS),
+        region=_first_label(labels, REGION_LABELS),
+        allocatable_cpu_millicores=_cpu_millicores(cpu, f"{where}.status.allocatable.cpu") if cpu is not None else 0,
+        allocatable_memory_bytes=_bytes(mem, f"{where}.status.allocatable.memory") if mem is not None else 0,
+        labels=labels,
+    )
+    return NodeObject(resources=resources, ready=node_ready(status), raw=node)
+
+
+# --- requests --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExtenderArgs:
+    pod: PodInfo
+    node_names: tuple[str, ...] | None
+    nodes: tuple[NodeObject, ...] | None
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        if self.node_names is not None:
+            return self.node_names
+        return tuple(n.name for n in self.nodes or ())
+
+
+def _top(body: bytes) -> Mapping[str, Any]:
+    data = load_json(body)
+    if not isinstance(data, dict):
+        raise WireError(f"body: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def parse_extender_args(body: bytes) -> ExtenderArgs:
+    data = _top(body)
+    pod = parse_pod(get_ci(data, "Pod"))
+    raw_names = get_ci(data, "NodeNames")
+    raw_nodes = get_ci(data, "Nodes")
+    names: tuple[str, ...] | None = None
+    nodes: tuple[NodeObject, ...] | None = None
+    if raw_names is not None:
+        if not isinstance(raw_names, list):
+            raise WireError(f"NodeNames: expected a list of strings, got {type(raw_names).__name__}")
+        for i, name in enumerate(raw_names):
+            if not isinstance(name, str) or not name:
+                raise WireError(f"NodeNames[{i}]: expected a node name, got {name!r}")
+        names = tuple(raw_names)
+    elif raw_nodes is not None:
+        node_list = _mapping(raw_nodes, "Nodes", allow_null=False)
+        items = get_ci(node_list, "items")
+        if items is None:
+            items = []
+        if not isinstance(items, list):
+            raise WireError(f"Nodes.items: expected a list, got {type(items).__name__}")
+        nodes = tuple(parse_node(item, f"Nodes.items[{i}]") for i, item in enumerate(items))
+    else:
+        raise WireError("NodeNames and Nodes: one of them is required (both are null)")
+    return ExtenderArgs(pod=pod, node_names=names, nodes=nodes)
+
+
+@dataclass(frozen=True)
+class BindingArgs:
+    pod_name: str
+    pod_namespace: str
+    pod_uid: str
+    node: str
+
+
+def parse_binding_args(body: bytes) -> BindingArgs:
+    data = _top(body)
+    return BindingArgs(
+        pod_name=_string(get_ci(data, "PodName"), "PodName", required=True),
+        pod_namespace=_string(get_ci(data, "PodNamespace"), "PodNamespace") or "default",
+        pod_uid=_string(get_ci(data, "PodUID"), "PodUID"),
+        node=_string(get_ci(data, "Node"), "Node", required=True),
+    )
+
+
+@dataclass(frozen=True)
+class MetaVictims:
+    uids: tuple[str, ...]
+    num_pdb_violations: int
+
+
+@dataclass(frozen=True)
+class PreemptionArgs:
+    pod: PodInfo
+    # Always normalized to the meta form (the answer is always NodeNameToMetaVictims).
+    victims: Mapping[str, MetaVictims]
+
+
+def _int(value: Any, where: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WireError(f"{where}: expected an integer, got {type(value).__name__}")
+    return value
+
+
+def parse_preemption_args(body: bytes) -> PreemptionArgs:
+    data = _top(body)
+    pod = parse_pod(get_ci(data, "Pod"))
+    victims: dict[str, MetaVictims] = {}
+    meta = get_ci(data, "NodeNameToMetaVictims")
+    full = get_ci(data, "NodeNameToVictims")
+    if meta is not None:
+        for node, entry in _mapping(meta, "NodeNameToMetaVictims").items():
+            where = f"NodeNameToMetaVictims.{node}"
+            e = _mapping(entry, where)
+            pods = get_ci(e, "Pods") or []
+            if not isinstance(pods, list):
+                raise WireError(f"{where}.Pods: expected a list, got {type(pods).__name__}")
+            uids = tuple(
+                _string(get_ci(_mapping(p, f"{where}.Pods[{i}]"), "UID"), f"{where}.Pods[{i}].UID")
+                for i, p in enumerate(pods)
+            )
+            victims[node] = MetaVictims(uids, _int(get_ci(e, "NumPDBViolations"), f"{where}.NumPDBViolations"))
+    elif full is not None:
+        for node, entry in _mapping(full, "NodeNameToVictims").items():
+            where = f"NodeNameToVictims.{node}"
+            e = _mapping(entry, where)
+            pods = get_ci(e, "Pods") or []
+            if not isinstance(pods, list):
+                raise WireError(f"{where}.Pods: expected a list, got {type(pods).__name__}")
+            victims[node] = MetaVictims(
+                tuple(pod_uid(p) for p in pods),
+                _int(get_ci(e, "NumPDBViolations"), f"{where}.NumPDBViolations"),
+            )
+    return PreemptionArgs(pod=pod, victims=victims)
+
+
+# --- responses -------------------------------------------------------------------------------
+
+
+def filter_result(
+    *,
+    args: ExtenderArgs | None,
+    passed: Sequence[str],
+    failed: Mapping[str, str],
+    unresolvable: Mapping[str, str],
+    error: str = "",
+) -> bytes:
+    """ExtenderFilterResult: ``NodeNames`` if the request had names, else ``Nodes`` (full objects)."""
+    nodes: Any = None
+    names: Any = None
+    if args is not None and args.nodes is not None:
+        keep = set(passed)
+        nodes = {"metadata": {}, "items": [n.raw for n in args.nodes if n.name in keep]}
+    elif args is not None:
+        names = list(passed)
+    return orjson.dumps(
+        {
+            "Nodes": nodes,
+            "NodeNames": names,
+            "FailedNodes": dict(failed),
+            "FailedAndUnresolvableNodes": dict(unresolvable),
+            "Error": error,
+        }
+    )
+
+
+def filter_error(error: str) -> bytes:
+    return filter_result(args=None, passed=(), failed={}, unresolvable={}, error=error)
+
+
+def prioritize_result(hosts: Sequence[str], scores: Sequence[int]) -> bytes:
+    """HostPriorityList: a bare list of ``{"Host", "Score"}`` with integer scores 0..10."""
+    return orjson.dumps([{"Host": h, "Score": int(s)} for h, s in zip(hosts, scores, strict=True)])
+
+
+def binding_result(error: str = "") -> bytes:
+    return orjson.dumps({"Error": error})
+
+
+def preemption_result(victims: Mapping[str, MetaVictims]) -> bytes:
+    return orjson.dumps(
+        {
+            "NodeNameToMetaVictims": {
+                node: {"Pods": [{"UID": uid} for uid in v.uids], "NumPDBViolations": v.num_pdb_violations}
+                for node, v in victims.items()
+            }
+        }
+    )

@@ -1,0 +1,141 @@
+"""Reads of the topology app.
+
+``current_topology`` is called by the scheduler extender on every request: it costs one indexed
+query (newest version and its stale flag) and reloads the arrays only when the version changed.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from django.db.models import QuerySet
+
+from .models import Node, TopologySnapshot
+from .topomath import Topology, nested_maps
+
+API_VERSION = "netaware.io/v1alpha1"
+KIND = "NetworkTopology"
+
+_lock = threading.Lock()
+_cached: dict[str, Any] = {"key": None, "topology": None}
+_doc_cache: dict[tuple[int, int, bool, str], dict[str, Any]] = {}
+
+
+def current_snapshot() -> TopologySnapshot | None:
+    """The newest snapshot (the current one), or None before the first rebuild/import."""
+    return TopologySnapshot.objects.defer("payload").order_by("-version").first()
+
+
+def snapshot(*, version: int) -> TopologySnapshot | None:
+    return TopologySnapshot.objects.defer("payload").filter(version=version).first()
+
+
+def snapshots() -> QuerySet[TopologySnapshot]:
+    return TopologySnapshot.objects.defer("payload").order_by("-version")
+
+
+def nodes() -> QuerySet[Node]:
+    return Node.objects.order_by("name")
+
+
+def _current() -> tuple[tuple[int, int], Topology] | None:
+    head = TopologySnapshot.objects.order_by("-version").values_list("pk", "version", "stale", "stale_reason").first()
+    if head is None:
+        return None
+    pk, version, stale, reason = head
+    reason = reason if stale else ""
+    with _lock:
+        # Keyed by primary key too: ids come from a sequence and are never reused, even when a
+        # rolled-back transaction (tests) or a reset database hands out the same version again.
+        topology: Topology | None = _cached["topology"]
+        if topology is None or _cached["key"] != (pk, version):
+            row = TopologySnapshot.objects.filter(pk=pk).first()
+            if row is None:  # pruned between the two queries: a newer one exists
+                return _current()
+            topology = row.to_topology()
+            _cached.update(key=(pk, version), topology=topology)
+        if topology.stale_reason != reason:
+            topology = replace(topology, stale_reason=reason)
+            _cached["topology"] = topology
+        return (pk, version), topology
+
+
+def current_topology() -> Topology | None:
+    """The current Topology, cached in-process by snapshot version (cheap to call per request).
+
+    ``stale_reason`` is non-empty when the whole snapshot is flagged stale (services.mark_stale).
+    """
+    current = _current()
+    return None if current is None else current[1]
+
+
+def topology_for(*, snapshot: TopologySnapshot) -> Topology:
+    current = _current()
+    if current is not None and current[0] == (snapshot.pk, snapshot.version):
+        return current[1]
+    return TopologySnapshot.objects.get(pk=snapshot.pk).to_topology()
+
+
+def _pairs_by_source(topology: Topology, mask: np.ndarray) -> dict[str, list[str]]:
+    names = np.asarray(topology.nodes, dtype=object)
+    out: dict[str, list[str]] = {}
+    for i in np.flatnonzero(mask.any(axis=1)).tolist():
+        out[str(names[i])] = names[np.flatnonzero(mask[i])].tolist()
+    return out
+
+
+def topology_document(*, snapshot: TopologySnapshot) -> dict[str, Any]:
+    """The snapshot in the paper's NetworkTopology shape (see docs/topology.md), cached per version."""
+    key = (snapshot.pk, snapshot.version, snapshot.stale, snapshot.stale_reason)
+    cached = _doc_cache.get(key)
+    if cached is not None:
+        return cached
+    topology = topology_for(snapshot=snapshot)
+    spec: dict[str, Any] = nested_maps(topology)
+    zones: dict[str, dict[str, Any]] = {}
+    regions: dict[str, list[str]] = {}
+    for name, zone, region in zip(topology.nodes, topology.zones, topology.regions, strict=True):
+        if zone:
+            entry = zones.setdefault(zone, {"name": zone, "region": region, "nodes": []})
+            entry["nodes"].append(name)
+            if region and zone not in regions.setdefault(region, []):
+                regions[region].append(zone)
+    spec["nodes"] = list(topology.nodes)
+    spec["zones"] = list(zones.values())
+    spec["regions"] = [{"name": name, "zones": members} for name, members in regions.items()]
+    spec["costs"] = {
+        "unitMs": round(snapshot.cost_unit_ms, 6),
+        "zones": snapshot.zone_costs,
+        "regions": snapshot.region_costs,
+    }
+    document = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": "netaware",
+            "generation": snapshot.version,
+            "creationTimestamp": snapshot.created_at.isoformat().replace("+00:00", "Z"),
+        },
+        "spec": spec,
+        "status": {
+            "version": snapshot.version,
+            "source": snapshot.source,
+            "latencyQuantile": snapshot.latency_quantile,
+            "stale": snapshot.stale,
+            "staleReason": snapshot.stale_reason,
+            "dataUntil": snapshot.data_until.isoformat().replace("+00:00", "Z") if snapshot.data_until else None,
+            "measuredPairs": snapshot.measured_pairs,
+            "inferredPairs": snapshot.inferred_pairs,
+            "stalePairs": snapshot.stale_pairs,
+            "inferred": _pairs_by_source(topology, topology.inferred),
+            "stalePairList": _pairs_by_source(topology, topology.stale),
+            "costOverrides": snapshot.cost_overrides,
+        },
+    }
+    if len(_doc_cache) > 8:
+        _doc_cache.clear()
+    _doc_cache[key] = document
+    return document

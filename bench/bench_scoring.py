@@ -1,0 +1,178 @@
+"""Scoring engine benchmark: run_filters + run_scorers for 500 and 5,000 candidate nodes.
+
+Setup (issue 4's performance section): the paper's Online Boutique AppGroup (11 workloads) with 200
+placed pods, on synthetic dense topologies of 500 and 5,000 nodes (zones of 50 nodes, 4 regions,
+zone-dependent latency/bandwidth/loss with noise, ~1 % of pairs unknown). Every timed call scores a
+pod of one workload; pods cycle through all 11 workloads so the per-request caches see realistic
+turnover. Also times the network score alone against the straightforward per-node Python loop of
+the paper's Algorithm 2 (``naive_network_score``), on the same candidates, and checks they agree.
+
+Usage: ``.venv/bin/python bench/bench_scoring.py [--reps 200] [--sizes 500,5000]`` (prints markdown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from apps.scheduler.scoring import engine  # noqa: E402
+from apps.scheduler.scoring.common import WorkloadRef, topology_positions  # noqa: E402
+from apps.scheduler.scoring.fixtures import paper_appgroup  # noqa: E402
+from apps.scheduler.scoring.network_score import naive_network_score, network_scores  # noqa: E402
+from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo  # noqa: E402
+from apps.topology.topomath import Topology  # noqa: E402
+
+ZONE_SIZE = 50
+REGIONS = 4
+PLACED_PODS = 200
+
+
+def synthetic_topology(n: int, seed: int = 1) -> Topology:
+    rng = np.random.default_rng(seed)
+    zone = np.arange(n) // ZONE_SIZE
+    nz = int(zone.max()) + 1
+    region = zone % REGIONS
+    zl = rng.uniform(0.5, 15.0, (nz, nz))
+    zl = (zl + zl.T) / 2
+    np.fill_diagonal(zl, 0.4)
+    zb = rng.uniform(20.0, 1000.0, (nz, nz))
+    zb = (zb + zb.T) / 2
+    np.fill_diagonal(zb, 1000.0)
+    zr = rng.uniform(0.0, 5.0, (nz, nz))
+    np.fill_diagonal(zr, 0.0)
+    lat = zl[zone[:, None], zone[None, :]] * rng.uniform(0.9, 1.1, (n, n))
+    bw = zb[zone[:, None], zone[None, :]] * rng.uniform(0.9, 1.1, (n, n))
+    loss = zr[zone[:, None], zone[None, :]]
+    unknown = rng.random((n, n)) < 0.01
+    for arr in (lat, bw, loss):
+        arr[unknown] = np.nan
+    np.fill_diagonal(lat, 0.0)
+    off = ~np.eye(n, dtype=bool)
+
+    def ext(a: np.ndarray) -> tuple[float, float]:
+        return float(np.nanmin(a[off])), float(np.nanmax(a[off]))
+
+    zone_names = tuple(f"z{z}" for z in zone)
+    region_names = tuple(f"r{r}" for r in region)
+    zone_costs = {(f"z{a}", f"z{b}"): float(round(zl[a, b])) for a in range(nz) for b in range(nz)
+                  if a != b and a % REGIONS == b % REGIONS}
+    region_costs = {(f"r{a}", f"r{b}"): 20.0 for a in range(REGIONS) for b in range(REGIONS) if a != b}
+    no = np.zeros((n, n), dtype=bool)
+    return Topology(tuple(f"node-{i}" for i in range(n)), zone_names, region_names, lat, bw, loss, no, no.copy(),
+                    *ext(lat), *ext(bw), *ext(loss), zone_costs=zone_costs, region_costs=region_costs)
+
+
+def build_state(n: int) -> ClusterState:
+    topology = synthetic_topology(n)
+    base = paper_appgroup()
+    rng = random.Random(2)
+    names = list(topology.nodes)
+    placements: dict[tuple[str, str, str], tuple[str, ...]] = {}
+    per = PLACED_PODS // len(base.workloads)
+    extra = PLACED_PODS - per * len(base.workloads)
+    for i, w in enumerate(base.workloads):
+        count = per + (1 if i < extra else 0)
+        placements[(base.namespace, base.name, w.name)] = tuple(rng.choice(names) for _ in range(count))
+    nodes = {name: NodeResources(name, topology.zones[i], topology.regions[i], 8000, 32 << 30,
+                                 rng.randint(0, 6000), rng.randint(0, 24 << 30))
+             for i, name in enumerate(names)}
+    usage = {name: NodeUsage(cpu_15m=rng.random() * 0.8, cpu_1h=rng.random() * 0.8, cpu_1d=0.4,
+                             mem_15m=rng.random() * 0.8, mem_1h=rng.random() * 0.8, mem_1d=0.5,
+                             cpu_stddev_1h=0.05, mem_stddev_1h=0.05,
+                             net_used_bps_mean=rng.random() * 5e8, net_used_bps_stddev=5e7, net_capacity_bps=1e9)
+             for name in names}
+    return ClusterState(topology=topology, appgroups=(base,), placements=placements, nodes=nodes, usage=usage)
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.array(values), q))
+
+
+def bench(state: ClusterState, candidates: list[str], profile: engine.Profile, reps: int) -> list[float]:
+    group = state.appgroups[0]
+    pods = [PodInfo("default", f"{w.name}-x", labels={"app": w.name}, cpu_request_millicores=100,
+                    memory_request_bytes=64 << 20) for w in group.workloads]
+    for pod in pods:  # warm caches once per workload
+        engine.run_scorers(state, pod, candidates, profile)
+    times = []
+    gc.disable()
+    try:
+        for i in range(reps):
+            pod = pods[i % len(pods)]
+            t0 = time.perf_counter()
+            passed = engine.run_filters(state, pod, candidates, profile).passed
+            engine.run_scorers(state, pod, passed, profile)
+            times.append((time.perf_counter() - t0) * 1e3)
+    finally:
+        gc.enable()
+    return times
+
+
+def naive_ratio(state: ClusterState, candidates: list[str], reps: int) -> tuple[float, float, float]:
+    group = state.appgroups[0]
+    ref = WorkloadRef(group, group.workload("checkout"))
+    positions = topology_positions(state.topology, candidates)
+    fast = []
+    for _ in range(max(reps, 20)):
+        t0 = time.perf_counter()
+        scores, _ = network_scores(state, ref, positions)
+        fast.append((time.perf_counter() - t0) * 1e3)
+    slow = []
+    naive: list[float | None] = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        naive = [naive_network_score(state, ref, c) for c in candidates]
+        slow.append((time.perf_counter() - t0) * 1e3)
+    assert scores is not None
+    err = float(np.max(np.abs(scores - np.array(naive, dtype=float))))
+    return statistics.median(fast), statistics.median(slow), err
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--sizes", default="500,5000")
+    args = parser.parse_args()
+    rows = []
+    ratio_rows = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        t0 = time.perf_counter()
+        state = build_state(n)
+        build_s = time.perf_counter() - t0
+        rng = random.Random(5)
+        for count in (500, 5000):
+            if count > n:
+                continue
+            candidates = rng.sample(list(state.topology.nodes), count)
+            for pname in ("network", "balanced"):
+                times = bench(state, candidates, engine.BUILTIN_PROFILES[pname], args.reps)
+                rows.append((n, count, pname, statistics.median(times), pct(times, 99), len(times)))
+            fast, slow, err = naive_ratio(state, candidates, args.reps)
+            ratio_rows.append((n, count, fast, slow, slow / fast, err))
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"<!-- topology {n}: built in {build_s:.1f}s, peak RSS so far {rss:.0f} MiB -->")
+    print("| topology nodes | candidates | profile | filter+score p50 (ms) | p99 (ms) | reps |")
+    print("|---:|---:|---|---:|---:|---:|")
+    for n, count, pname, p50, p99, reps in rows:
+        print(f"| {n} | {count} | {pname} | {p50:.2f} | {p99:.2f} | {reps} |")
+    print()
+    print("| topology nodes | candidates | vectorized network score p50 (ms) | naive per-node loop (ms) | ratio | max abs diff |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n, count, fast, slow, ratio, err in ratio_rows:
+        print(f"| {n} | {count} | {fast:.2f} | {slow:.0f} | {ratio:.0f}x | {err:.1e} |")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\nPeak RSS of the benchmark process: {rss:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

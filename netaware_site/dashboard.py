@@ -1,0 +1,45 @@
+"""Shared bits of the dashboard: the bundled plotly.js and the dashboard's CSS/JS.
+
+Served by Django itself (no CDN, no separate static server): clusters are often air-gapped and the
+production web server (gunicorn) serves no /static/.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import plotly
+from django.http import HttpResponse
+from django.views.decorators.cache import cache_control
+from django.views.decorators.http import require_GET
+
+_ASSETS = Path(__file__).resolve().parent / "static" / "netaware"
+
+
+@lru_cache(maxsize=1)
+def _plotly_js() -> bytes:
+    return (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
+
+
+@lru_cache(maxsize=4)
+def _asset(name: str) -> bytes:
+    return (_ASSETS / name).read_bytes()
+
+
+@require_GET
+@cache_control(public=True, max_age=86400)
+def plotly_js(request):
+    return HttpResponse(_plotly_js(), content_type="application/javascript")
+
+
+@require_GET
+@cache_control(public=True, max_age=300)
+def dashboard_css(request):
+    return HttpResponse(_asset("dashboard.css"), content_type="text/css")
+
+
+@require_GET
+@cache_control(public=True, max_age=300)
+def dashboard_js(request):
+    return HttpResponse(_asset("dashboard.js"), content_type="application/javascript")

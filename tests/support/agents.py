@@ -1,0 +1,79 @@
+"""Start real probe agents (``python -m apps.probes.agent``) as child processes for tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class RunningAgent:
+    node: str
+    url: str  # http://host:port of /metrics and /iperf/lease
+    process: subprocess.Popen
+    log_path: Path
+    extra: dict = field(default_factory=dict)
+
+    def samples(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        text = requests.get(f"{self.url}/metrics", timeout=5).text
+        out = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+        return out
+
+    def value(self, name: str, **labels: str) -> float | None:
+        return self.samples().get((name, tuple(sorted(labels.items()))))
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, timeout: float = 15.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def agent_command(node: str, args: Sequence[str], *, prefix: Sequence[str] = ()) -> list[str]:
+    return [*prefix, sys.executable, "-m", "apps.probes.agent", "--node", node, *args]
+
+
+def start_agent(node: str, url: str, args: Sequence[str], *, prefix: Sequence[str] = (),
+                env: dict[str, str] | None = None, timeout: float = 15.0) -> RunningAgent:
+    """Start an agent and wait until its /metrics answers (``url`` is how the test reaches it)."""
+    log_fd, log_name = tempfile.mkstemp(prefix=f"netaware-agent-{node}-", suffix=".log")
+    process = subprocess.Popen(
+        agent_command(node, args, prefix=prefix), cwd=ROOT, stdout=log_fd, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+    )
+    os.close(log_fd)
+    agent = RunningAgent(node=node, url=url, process=process, log_path=Path(log_name))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"agent {node} exited with {process.returncode}: {agent.log()[-2000:]}")
+        try:
+            if requests.get(f"{url}/metrics", timeout=1).ok:
+                return agent
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    agent.stop()
+    raise TimeoutError(f"agent {node} did not serve {url}/metrics: {agent.log()[-2000:]}")

@@ -1,0 +1,140 @@
+"""Test support for the metrics pipeline: an emulated cluster scraped by a real Prometheus.
+
+Besides the emulator, a "frozen" target serves a probe histogram and sent/received counters that
+never change: over any rate window its buckets increase by 0, so ``histogram_quantile`` returns NaN
+and the loss ratio is 0/0 -- the "pair went quiet" case the pipeline must store as no data.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from apps.probes import metrics
+from apps.probes.emulator import Emulator
+from apps.probes.scenario import load_scenario
+from tests.support.prometheus import RunningPrometheus, start_prometheus
+
+# Three nodes, two zones; n1 -> n3 and n3 -> n1 unreachable. Values chosen far apart so a mix-up shows.
+TINY_SCENARIO = """
+name: pipeline-tiny
+defaults: {jitter: 0.15, node: {cpu: "2", memory: 4Gi}}
+regions:
+  - name: r1
+    zones:
+      - name: a
+        nodes: [{name: n1}, {name: n2}]
+      - name: b
+        nodes: [{name: n3}]
+links:
+  - {between: [a, a], latency_ms: 1.0, loss_pct: 10.0, bandwidth_mbps: 500}
+  - {between: [a, b], latency_ms: 10.0, loss_pct: 0.0, bandwidth_mbps: 100}
+  - {between: [b, b], latency_ms: 1.0, loss_pct: 0.0, bandwidth_mbps: 100}
+unreachable:
+  - [n1, n3]
+"""
+
+FROZEN_SOURCE, FROZEN_TARGET = "q1", "q2"
+
+
+def _frozen_exposition() -> bytes:
+    labels = f'source="{FROZEN_SOURCE}",target="{FROZEN_TARGET}"'
+    lines = [f"# TYPE {metrics.RTT_HISTOGRAM} histogram"]
+    for le in (*[repr(b) for b in metrics.RTT_BUCKETS[:5]], "+Inf"):
+        lines.append(f'{metrics.RTT_HISTOGRAM}_bucket{{{labels},le="{le}"}} 7')
+    lines += [
+        f"{metrics.RTT_HISTOGRAM}_count{{{labels}}} 7",
+        f"{metrics.RTT_HISTOGRAM}_sum{{{labels}}} 0.0001",
+        f"# TYPE {metrics.PACKETS_SENT} counter",
+        f"{metrics.PACKETS_SENT}{{{labels}}} 9",
+        f"# TYPE {metrics.PACKETS_RECEIVED} counter",
+        f"{metrics.PACKETS_RECEIVED}{{{labels}}} 7",
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+class _FrozenHandler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = _frozen_exposition()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@dataclass
+class EmulatedCluster:
+    emulator: Emulator
+    prometheus: RunningPrometheus
+
+    @property
+    def url(self) -> str:
+        return self.prometheus.url
+
+
+@contextmanager
+def emulated_cluster(scenario_yaml: str = TINY_SCENARIO, *, warmup_s: float = 12.0) -> Iterator[EmulatedCluster]:
+    """Emulator + frozen target + Prometheus (1 s scrapes), warmed up for ``warmup_s`` of data."""
+    emulator = Emulator(load_scenario(scenario_yaml), seed=0, ping_rate_hz=100.0, bandwidth_interval_s=2.0)
+    server = emulator.serve()
+    frozen = ThreadingHTTPServer(("127.0.0.1", 0), _FrozenHandler)
+    threading.Thread(target=frozen.serve_forever, daemon=True).start()
+    prometheus = None
+    try:
+        config = emulator.prometheus_config(f"127.0.0.1:{server.port}", scrape_interval="1s")
+        config["scrape_configs"].append({
+            "job_name": "frozen",
+            "scrape_interval": "1s",
+            "static_configs": [{"targets": [f"127.0.0.1:{frozen.server_address[1]}"]}],
+        })
+        prometheus = start_prometheus(config)
+        n = len(emulator.node_names)
+        prometheus.wait_for_series(metrics.PACKETS_SENT, minimum=n * (n - 1) + 1)
+        time.sleep(warmup_s)
+        yield EmulatedCluster(emulator=emulator, prometheus=prometheus)
+    finally:
+        if prometheus is not None:
+            prometheus.stop()
+        frozen.shutdown()
+        frozen.server_close()
+        server.stop()
+
+
+@contextmanager
+def slow_http_server(delay_s: float, *, status: int = 200, body: bytes = b'{"status":"success","data":'
+                     b'{"resultType":"matrix","result":[]}}') -> Iterator[str]:
+    """An HTTP server answering every request after ``delay_s`` (a Prometheus stuck on a heavy query)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            time.sleep(delay_s)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except OSError:
+                pass  # the client gave up first
+
+        do_POST = do_GET
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

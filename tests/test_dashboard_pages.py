@@ -1,0 +1,419 @@
+"""Every dashboard page renders against real data, shows errors next to the field, and saves nothing
+on bad input (structured form, YAML editor, new-from-YAML, evaluation form); deletes need a POST
+with a CSRF token."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from django.test import Client
+
+from apps.appgroups import selectors, services
+from apps.appgroups.models import AppGroup, Dependency, Workload
+from tests.support.dashboard_seed import boutique_document, place, seed_boutique, seed_topology
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def boutique():
+    seed_topology()
+    return seed_boutique()
+
+
+def form_data(form) -> dict:
+    """What a browser would submit for an unchanged form."""
+    data = {}
+    for name, field in form.fields.items():
+        value = form.initial.get(name, field.initial)
+        data[name] = "" if value is None else value
+    return data
+
+
+def snapshot_of(appgroup: AppGroup) -> tuple:
+    deps = tuple(Dependency.objects.filter(appgroup=appgroup).order_by("id").values_list(
+        "source__name", "target__name", "latency", "bandwidth", "lossrate", "max_network_cost", "min_bandwidth"))
+    workloads = tuple(Workload.objects.filter(appgroup=appgroup).order_by("id").values_list("name", "weight"))
+    return workloads, deps, AppGroup.objects.filter(pk=appgroup.pk).values_list("name", "description").first()
+
+
+# --- assets and topology --------------------------------------------------------------------------
+
+
+def test_assets_are_served_without_static_server(client):
+    for url, kind in (("/dashboard/plotly.min.js", "javascript"), ("/dashboard/dashboard.css", "css"),
+                      ("/dashboard/dashboard.js", "javascript")):
+        response = client.get(url)
+        assert response.status_code == 200 and kind in response["Content-Type"], url
+    assert b"plotly" in client.get("/dashboard/plotly.min.js").content[:2000].lower()
+
+
+def test_topology_page_renders_with_and_without_snapshot(client):
+    response = client.get("/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert 'id="heatmap"' in body and "/dashboard/plotly.min.js" in body and "/api/topology/" in body
+    seed_topology()
+    seed_boutique()
+    place("frontend", "a1")
+    place("cart", "a1")
+    place("ad", "b1")
+    response = client.get("/")
+    placed = response.context["placements_by_node"]
+    assert placed == {"a1": 2, "b1": 1}
+
+
+def test_topology_api_has_the_fields_the_page_reads(client):
+    """The page reads spec maps, zones, costs and status.inferred/stalePairList: keep them in sync."""
+    seed_topology()
+    doc = client.get("/api/topology/").json()
+    for key in ("latency", "bandwidth", "lossrate", "zones", "nodes", "costs", "minLatency", "maxLatency"):
+        assert key in doc["spec"], key
+    for key in ("stale", "staleReason", "inferred", "stalePairList", "measuredPairs", "inferredPairs", "version"):
+        assert key in doc["status"], key
+    assert "f1" in doc["status"]["inferred"]["a2"]  # a2 -> f1 was not measured
+    nodes = client.get("/api/nodes/").json()
+    assert {n["name"] for n in nodes} == {"a1", "a2", "b1", "f1"}
+    assert {"zone", "region", "ready", "allocatable_cpu_millicores"} <= set(nodes[0])
+
+
+# --- AppGroup list and detail ---------------------------------------------------------------------
+
+
+def test_list_shows_counts_sync_state_and_pods_per_zone(client, boutique):
+    AppGroup.objects.filter(pk=boutique.pk).update(sync_error="409 Conflict: resourceVersion mismatch")
+    place("frontend", "a1")
+    place("cart", "f1")
+    for url in ("/appgroups/", "/appgroups"):
+        response = client.get(url)
+        assert response.status_code == 200, url
+    body = response.content.decode()
+    assert "online-boutique" in body and "409 Conflict: resourceVersion mismatch" in body
+    group = next(g for g in response.context["groups"] if g.pk == boutique.pk)
+    assert (group.n_workloads, group.n_placements) == (11, 2)
+    assert response.context["zones"] == ["A", "FAR"]
+    assert response.context["overview"][0]["counts"] == [1, 1]
+
+
+def test_detail_shows_graph_order_and_placement_scores(client, boutique):
+    response = client.get(f"/appgroups/{boutique.pk}/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    order = selectors.topology_order(appgroup=boutique)
+    assert [row["name"] for row in response.context["workload_rows"]] == order
+    assert order[0] == "frontend"
+    figure = response.context["figure"]
+    nodes = figure["data"][-1]
+    assert sorted(nodes["text"]) == sorted(w.name for w in boutique.workloads.all())
+    sizes = dict(zip(nodes["text"], nodes["marker"]["size"], strict=True))
+    assert sizes["frontend"] > sizes["email"]  # weight 1.0 vs a smaller weight
+    assert len(figure["layout"]["annotations"]) == Dependency.objects.filter(appgroup=boutique).count()
+    assert "L0.7 B0.2 X0.1" in str(figure["data"][0]["text"])
+    assert f"/api/appgroups/{boutique.pk}/export?format=yaml&amp;flavor=diktyo" in body
+    assert "No pod of this AppGroup is placed yet" in body
+
+
+def test_placement_scores_follow_the_network(client, boutique):
+    place("frontend", "a1")
+    place("productcatalog", "a1")
+    near = client.get(f"/appgroups/{boutique.pk}").context["scores"]
+    by_pod = {p.pod: p for p in near.pods}
+    assert by_pod["default/frontend-0"].zone == "A"
+    near_score = by_pod["default/productcatalog-0"].score
+    assert near_score is not None and 0 <= near_score <= 100
+    place("productcatalog", "f1")  # moved far away: its score must drop
+    far = {p.pod: p for p in client.get(f"/appgroups/{boutique.pk}").context["scores"].pods}
+    assert far["default/productcatalog-0"].zone == "FAR"
+    assert far["default/productcatalog-0"].score < near_score
+    assert far["default/frontend-0"].score < near_score
+    # A pod whose dependencies/dependents are all unplaced cannot be scored, and says why.
+    place("email", "b1")
+    rows = {p.pod: p for p in client.get(f"/appgroups/{boutique.pk}").context["scores"].pods}
+    assert rows["default/email-0"].score is None and "no placed" in rows["default/email-0"].note
+
+
+def test_detail_without_topology_says_so(client):
+    group = seed_boutique()
+    place("frontend", "a1")
+    response = client.get(f"/appgroups/{group.pk}/")
+    assert response.status_code == 200
+    assert "No NetworkTopology yet" in response.content.decode()
+
+
+def test_unknown_appgroup_is_404(client):
+    assert client.get("/appgroups/999999/").status_code == 404
+    assert client.get("/appgroups/999999/edit").status_code == 404
+
+
+# --- structured edit ------------------------------------------------------------------------------
+
+
+def test_structured_edit_saves_weight_and_dependency_fields(client, boutique):
+    response = client.get(f"/appgroups/{boutique.pk}/edit")
+    assert response.status_code == 200
+    form = response.context["form"]
+    data = form_data(form)
+    assert data["w0_weight"] == 1.0  # frontend
+    data["w0_weight"] = "0.35"
+    data["d0_0_latency"] = "0.9"
+    data["d0_0_max_network_cost"] = "7"
+    data["d0_0_min_bandwidth"] = "100M"
+    response = client.post(f"/appgroups/{boutique.pk}/edit", data)
+    assert response.status_code == 302 and response["Location"] == f"/appgroups/{boutique.pk}"
+    frontend = Workload.objects.get(appgroup=boutique, name="frontend")
+    assert frontend.weight == 0.35
+    dep = Dependency.objects.get(source=frontend, target__name="recommendation")
+    assert (dep.latency, dep.max_network_cost, dep.min_bandwidth_bps) == (0.9, 7, 100e6)
+    page = client.get(response["Location"]).content.decode()
+    assert "Saved default/online-boutique" in page and ">0.35<" in page
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("w0_weight", "-1", "greater than or equal to 0"),
+    ("w0_weight", "heavy", "Enter a number"),
+    ("d0_0_max_network_cost", "10001", "less than or equal to 10000"),
+    ("d0_0_min_bandwidth", "fast", ""),
+])
+def test_structured_edit_bad_input_is_shown_next_to_the_field_and_not_saved(client, boutique, field, value, message):
+    before = snapshot_of(boutique)
+    data = form_data(client.get(f"/appgroups/{boutique.pk}/edit").context["form"])
+    data["w1_weight"] = "0.1"  # a valid change in the same submission must not be saved either
+    data[field] = value
+    response = client.post(f"/appgroups/{boutique.pk}/edit", data)
+    assert response.status_code == 400
+    form = response.context["form"]
+    assert list(form.errors) == [field]
+    assert message in " ".join(form.errors[field])
+    body = response.content.decode()
+    assert "Not saved" in body and 'class="field has-error"' in body
+    assert snapshot_of(boutique) == before
+
+
+def test_structured_edit_all_zero_sensitivities_rejected(client, boutique):
+    before = snapshot_of(boutique)
+    data = form_data(client.get(f"/appgroups/{boutique.pk}/edit").context["form"])
+    data.update({"d0_1_latency": "0", "d0_1_bandwidth": "0", "d0_1_lossrate": "0"})
+    response = client.post(f"/appgroups/{boutique.pk}/edit", data)
+    assert response.status_code == 400
+    assert "positive sum" in " ".join(response.context["form"].errors["d0_1_latency"])
+    assert snapshot_of(boutique) == before
+
+
+def test_structured_edit_maps_service_errors_onto_fields(boutique):
+    """Errors only the service knows (field paths) land on the matching form field."""
+    from apps.appgroups.forms import StructuredAppGroupForm
+
+    spec = selectors.appgroup_spec(appgroup=boutique)
+    form = StructuredAppGroupForm({}, appgroup=boutique, spec=spec)
+    form.is_valid()
+    form.add_service_errors({
+        "workloads[2].weight": ["too heavy"],
+        "workloads[0].dependencies[1].max_network_cost": ["too costly"],
+        "workloads[0].dependencies[2]": ["bad pair"],
+        "name": ["taken"],
+    })
+    assert "too heavy" in form.errors["w2_weight"]
+    assert "too costly" in form.errors["d0_1_max_network_cost"]
+    assert "bad pair" in form.errors["d0_2_latency"]
+    assert "name: taken" in form.non_field_errors()
+
+
+# --- YAML editor and new-from-YAML ---------------------------------------------------------------
+
+
+def test_yaml_edit_round_trips_and_saves(client, boutique):
+    response = client.get(f"/appgroups/{boutique.pk}/yaml")
+    assert response.status_code == 200
+    text = response.context["form"].initial["document"]
+    doc = yaml.safe_load(text)
+    assert doc["kind"] == "AppGroup" and doc["metadata"]["name"] == "online-boutique"
+    doc["spec"]["workloads"][1]["weight"] = 0.42
+    response = client.post(f"/appgroups/{boutique.pk}/yaml", {"document": yaml.safe_dump(doc, sort_keys=False)})
+    assert response.status_code == 302
+    assert Workload.objects.get(appgroup=boutique, name=doc["spec"]["workloads"][1]["name"]).weight == 0.42
+
+
+@pytest.mark.parametrize(("mutate", "path", "message"), [
+    (lambda d: d["spec"]["workloads"][1].__setitem__("weight", -2), "spec.workloads[1].weight", ">= 0"),
+    (lambda d: d["spec"]["workloads"][0]["dependencies"][0].__setitem__("name", "nope"),
+     "spec.workloads[0].dependencies[0].name", "nope"),
+    (lambda d: d["spec"]["workloads"][0]["dependencies"][0].__setitem__("maxNetworkCost", 20000),
+     "spec.workloads[0].dependencies[0].maxNetworkCost", "10000"),
+    (lambda d: d.__setitem__("kind", "Pod"), "kind", "AppGroup"),
+])
+def test_yaml_edit_errors_name_the_field_path_and_line_and_save_nothing(client, boutique, mutate, path, message):
+    before = snapshot_of(boutique)
+    doc = yaml.safe_load(client.get(f"/appgroups/{boutique.pk}/yaml").context["form"].initial["document"])
+    mutate(doc)
+    text = yaml.safe_dump(doc, sort_keys=False)
+    response = client.post(f"/appgroups/{boutique.pk}/yaml", {"document": text})
+    assert response.status_code == 400
+    errors = response.context["form"].path_errors
+    assert errors and errors[0]["path"] == path, errors
+    assert message in errors[0]["message"]
+    line = errors[0]["line"]
+    assert line is not None
+    key = path.rsplit(".", 1)[-1]
+    assert text.splitlines()[line - 1].strip().lstrip("- ").startswith(key), (line, text.splitlines()[line - 1])
+    body = response.content.decode()
+    assert path in body and "Not saved" in body
+    assert snapshot_of(boutique) == before
+
+
+def test_yaml_syntax_errors_and_non_documents_are_form_errors(client, boutique):
+    before = snapshot_of(boutique)
+    for text, message in (("spec: [unclosed", "Not valid YAML (line"), ("- a\n- b\n", "mapping"),
+                          ("a: 1\n---\nb: 2\n", "exactly one YAML document"), ("", "required")):
+        response = client.post(f"/appgroups/{boutique.pk}/yaml", {"document": text})
+        assert response.status_code == 400, text
+        assert message in " ".join(response.context["form"].errors["document"]), text
+    assert snapshot_of(boutique) == before
+
+
+def test_new_from_yaml_prefills_boutique_creates_and_refuses_to_overwrite(client):
+    response = client.get("/appgroups/new")
+    assert response.status_code == 200
+    text = response.context["form"].initial["document"]
+    assert "online-boutique" in text and "kind: AppGroup" in text
+    response = client.post("/appgroups/new", {"document": text})
+    assert response.status_code == 302
+    group = AppGroup.objects.get(namespace="default", name="online-boutique")
+    assert response["Location"] == f"/appgroups/{group.pk}"
+    assert group.workloads.count() == 11
+    # Same name again, with a changed weight: refused, and the stored one is untouched.
+    before = snapshot_of(group)
+    doc = boutique_document()
+    doc["spec"]["workloads"][0]["weight"] = 0.01
+    response = client.post("/appgroups/new/", {"document": yaml.safe_dump(doc)})
+    assert response.status_code == 400
+    errors = response.context["form"].path_errors
+    assert errors[0]["path"] == "metadata.name" and "already exists" in errors[0]["message"]
+    assert snapshot_of(group) == before and AppGroup.objects.count() == 1
+
+
+def test_new_with_bad_yaml_creates_nothing(client):
+    doc = boutique_document()
+    doc["metadata"]["name"] = "Not A DNS Name"
+    response = client.post("/appgroups/new", {"document": yaml.safe_dump(doc)})
+    assert response.status_code == 400
+    assert response.context["form"].path_errors[0]["path"] == "metadata.name"
+    assert AppGroup.objects.count() == 0 and Workload.objects.count() == 0
+
+
+def test_new_accepts_a_scheduler_plugins_resource(client):
+    from apps.appgroups import resources
+
+    spec = resources.spec_from_resource(boutique_document())
+    doc = resources.resource_from_spec(spec, flavor="diktyo")
+    doc["metadata"]["name"] = "boutique-diktyo"
+    response = client.post("/appgroups/new", {"document": yaml.safe_dump(doc)})
+    assert response.status_code == 302
+    assert AppGroup.objects.get(name="boutique-diktyo").workloads.count() == 11
+
+
+# --- delete and CSRF ------------------------------------------------------------------------------
+
+
+def test_delete_needs_confirmation_post(client, boutique):
+    place("frontend", "a1")
+    response = client.get(f"/appgroups/{boutique.pk}/delete")
+    assert response.status_code == 200 and "1 recorded placement" in response.content.decode()
+    assert AppGroup.objects.filter(pk=boutique.pk).exists()
+    response = client.post(f"/appgroups/{boutique.pk}/delete")
+    assert response.status_code == 302 and response["Location"] == "/appgroups"
+    assert not AppGroup.objects.filter(pk=boutique.pk).exists()
+
+
+def test_forms_are_csrf_protected(boutique):
+    strict = Client(enforce_csrf_checks=True)
+    for url, data in ((f"/appgroups/{boutique.pk}/delete", {}), ("/appgroups/new", {"document": "x: 1"}),
+                      (f"/appgroups/{boutique.pk}/edit", {"w0_weight": "2"}), ("/evaluation/", {"seeds": "2"})):
+        assert strict.post(url, data).status_code == 403, url
+    assert AppGroup.objects.filter(pk=boutique.pk).exists()
+    page = strict.get(f"/appgroups/{boutique.pk}/edit").content.decode()
+    assert re.search(r'name="csrfmiddlewaretoken" value="[^"]+"', page)
+
+
+# --- scheduler pages ------------------------------------------------------------------------------
+
+
+def test_decisions_page_and_the_api_fields_it_reads(client):
+    from django.utils import timezone
+
+    from apps.scheduler.models import Decision
+
+    assert client.get("/decisions/").status_code == 200
+    decision = Decision.objects.create(
+        ts=timezone.now(), verb="prioritize", pod_namespace="default", pod_name="frontend-0", profile="network",
+        candidates=2, node="a1", result={"best": "a1", "notes": []},
+        breakdown={"nodes": ["a1", "b1"], "total": [90.0, 40.0], "extender": [9, 4], "scorers": {"network": [90.0, 40.0]}},
+    )
+    listing = client.get("/api/scheduler/decisions/").json()
+    row = listing["results"][0]
+    assert {"id", "ts", "verb", "pod", "workload", "profile", "candidates", "result", "error", "duration_ms"} <= set(row)
+    detail = client.get(f"/api/scheduler/decisions/{decision.pk}/").json()
+    assert detail["breakdown"]["a1"] == {"network": 90.0, "total": 90.0, "extender": 9}
+
+
+def evaluation_post(**overrides):
+    data = {"scenario": "scenarios/paper-testbed.yaml", "appgroup": "scenarios/online-boutique-appgroup.yaml",
+            "seeds": "2", "first_seed": "0", "profiles": ["default", "network"], "with_optimum": "on"}
+    data.update(overrides)
+    return data
+
+
+def test_evaluation_form_defaults(client):
+    response = client.get("/evaluation/")
+    assert response.status_code == 200
+    form = response.context["form"]
+    assert form["seeds"].value() == 10
+    assert form["profiles"].value() == ["default", "network", "hybrid-1", "hybrid-5", "load-aware"]
+    assert form["scenario"].value() == "scenarios/paper-testbed.yaml"
+    choices = dict(form.fields["appgroup"].choices)
+    assert "scenarios/online-boutique-appgroup.yaml" in choices
+    assert "scenarios/online-boutique-appgroup.yaml" not in dict(form.fields["scenario"].choices)
+
+
+@pytest.mark.parametrize(("overrides", "field", "message"), [
+    ({"seeds": "0"}, "seeds", "greater than or equal to 1"),
+    ({"seeds": "101"}, "seeds", "less than or equal to 100"),
+    ({"profiles": ["default", "warp-drive"]}, "profiles", "not one of the available choices"),
+    ({"extra_profiles": "warp-drive"}, "extra_profiles", "unknown profile 'warp-drive'"),
+    ({"profiles": []}, "profiles", "at least one profile"),
+    ({"scenario": "scenarios/../../etc/passwd"}, "scenario", "not one of the available choices"),
+])
+def test_evaluation_bad_input_is_a_form_error(client, overrides, field, message):
+    response = client.post("/evaluation/", evaluation_post(**overrides))
+    assert response.status_code == 400
+    assert message in " ".join(response.context["form"].errors[field])
+    assert "report" not in response.context
+
+
+def test_evaluation_runs_and_shows_table_and_figure(client):
+    response = client.post("/evaluation/", evaluation_post(extra_profiles="hybrid-3"))
+    assert response.status_code == 200, response.context["form"].errors
+    report = response.context["report"]
+    assert [p.profile for p in report.profiles] == ["default", "network", "hybrid-3"]
+    assert report.seeds == 2 and report.optimum is not None
+    rows = response.context["rows"]
+    assert rows[1]["profile"] == "network" and "±" in rows[1]["average"]
+    assert len(rows[0]["zones"]) == len(report.zones) == 4
+    network = report.profile("network").average_score.mean
+    default = report.profile("default").average_score.mean
+    assert network > default  # the network profile must beat kube-scheduler's default on this testbed
+    figure = response.context["figure"]
+    assert figure["data"][0]["type"] == "bar" and figure["data"][0]["x"] == ["default", "network", "hybrid-3"]
+    body = response.content.decode()
+    assert 'id="results-table"' in body and 'id="evaluation-figure"' in body and "% of optimum" in body
+
+
+def test_evaluation_of_a_stored_appgroup(client):
+    group = seed_boutique()
+    services.save_appgroup(spec=selectors.appgroup_spec(appgroup=group), appgroup=group)
+    response = client.post("/evaluation/", evaluation_post(appgroup=f"db:{group.pk}", profiles=["network"],
+                                                           with_optimum=""))
+    assert response.status_code == 200, response.context["form"].errors
+    report = response.context["report"]
+    assert report.appgroups == ("default/online-boutique",) and report.optimum is None

@@ -1,0 +1,82 @@
+"""Every filter/prioritize decision is kept with its per-node, per-scorer breakdown, readable via
+/api/scheduler/decisions/, and the log never grows past DECISION_RETENTION."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import orjson
+import pytest
+from django.utils import timezone
+
+from apps.scheduler import services, tasks
+from apps.scheduler.models import Decision
+from tests.support.extender_wire import extender_args, k8s_pod, load_kep_fixture, use_extender_test_settings
+
+OVERHEAD = {"netaware.io/profile": "network-overhead"}
+
+
+@pytest.fixture
+def nodes(settings, db):
+    use_extender_test_settings(settings)
+    return load_kep_fixture()
+
+
+def call(client, verb: str, pod: dict, nodes: list[str]) -> None:
+    body = orjson.dumps(extender_args(pod, node_names=nodes))
+    assert client.post(f"/scheduler/{verb}", body, content_type="application/json").status_code == 200
+
+
+def test_retention_keeps_only_the_newest_decisions(client, nodes, settings):
+    settings.NETAWARE = {**settings.NETAWARE, "DECISION_RETENTION": 5}
+    for i in range(12):
+        call(client, "filter", k8s_pod(f"p3-{i}", labels={"app": "p3"}), nodes)
+    names = list(Decision.objects.order_by("id").values_list("pod_name", flat=True))
+    assert names == [f"p3-{i}" for i in range(7, 12)]
+    # The Celery task prunes the same way (for deployments that buffer more between prunes).
+    settings.NETAWARE = {**settings.NETAWARE, "DECISION_RETENTION": 2}
+    assert tasks.prune_decisions() == 3
+    assert Decision.objects.count() == 2
+
+
+def test_buffered_decisions_are_written_in_one_batch(client, nodes, settings):
+    settings.NETAWARE = {**settings.NETAWARE, "DECISION_FLUSH_SECONDS": 3600, "DECISION_BATCH": 4}
+    for i in range(3):
+        call(client, "filter", k8s_pod(f"p3-b{i}", labels={"app": "p3"}), nodes)
+    assert Decision.objects.count() == 0  # still buffered: off the request path
+    call(client, "prioritize", k8s_pod("p3-b3", labels={"app": "p3"}), nodes)
+    assert Decision.objects.count() == 4  # the fourth filled the batch
+    call(client, "filter", k8s_pod("p3-b4", labels={"app": "p3"}), nodes)
+    assert services.flush_decisions() == 1
+
+
+def test_decisions_api_lists_filters_and_shows_the_breakdown(client, nodes):
+    call(client, "filter", k8s_pod("p1-api", labels={"app": "p1"}, annotations=OVERHEAD), nodes)
+    call(client, "prioritize", k8s_pod("p1-api", labels={"app": "p1"}, annotations=OVERHEAD), nodes)
+    call(client, "prioritize", k8s_pod("p2-api", labels={"app": "p2"}), nodes)
+
+    listed = client.get("/api/scheduler/decisions/").json()
+    assert listed["count"] == 3
+    assert "breakdown" not in listed["results"][0]
+
+    only = client.get("/api/scheduler/decisions/", {"pod": "default/p1-api", "verb": "prioritize"}).json()
+    assert only["count"] == 1
+    entry = only["results"][0]
+    assert (entry["pod"], entry["verb"], entry["profile"], entry["workload"]) == (
+        "default/p1-api", "prioritize", "network-overhead", "default/a1/p1")
+
+    detail = client.get(f"/api/scheduler/decisions/{entry['id']}/").json()
+    breakdown = detail["breakdown"]
+    assert list(breakdown) == nodes
+    assert breakdown["n-5"] == {"network-overhead": 100.0, "total": 100.0, "extender": 10}
+    assert breakdown["n-6"]["network-overhead"] == 95.0 and breakdown["n-1"]["extender"] == 0
+
+    filt = client.get("/api/scheduler/decisions/", {"pod": "p1-api", "verb": "filter"}).json()["results"][0]
+    reasons = client.get(f"/api/scheduler/decisions/{filt['id']}/").json()["breakdown"]
+    assert "Violated: 1" in reasons["n-1"]["reason"]
+
+    future = (timezone.now() + timedelta(hours=1)).isoformat()
+    assert client.get("/api/scheduler/decisions/", {"since": future}).json()["count"] == 0
+    assert client.get("/api/scheduler/decisions/", {"verb": "jump"}).status_code == 400
+    assert client.get("/api/scheduler/decisions/", {"since": "yesterday"}).status_code == 400
+    assert client.get("/api/scheduler/decisions/999999/").status_code == 404

@@ -1,0 +1,70 @@
+"""``manage.py evaluate``: bad input is a CommandError naming what is wrong; good input gives JSON."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+import orjson
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO = str(ROOT / "scenarios" / "paper-testbed.yaml")
+APPGROUP = str(ROOT / "scenarios" / "online-boutique-appgroup.yaml")
+
+
+def _run(**options):
+    out = StringIO()
+    call_command("evaluate", stdout=out, **{"scenario": SCENARIO, "appgroup": APPGROUP, "seeds": 2, **options})
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"scenario": "/nonexistent/scenario.yaml"}, "scenario file '/nonexistent/scenario.yaml' does not exist"),
+        ({"appgroup": "/nonexistent/ag.yaml"}, "appgroup file '/nonexistent/ag.yaml' does not exist"),
+        ({"profiles": "default,warp-drive"}, "unknown profile 'warp-drive'"),
+        ({"profiles": "default,default"}, "names a profile twice"),
+        ({"profiles": "hybrid-0"}, "profile 'hybrid-0'"),
+        ({"seeds": 0}, "--seeds must be >= 1"),
+        ({"appgroup": SCENARIO}, "holds no AppGroup resource"),
+        ({"output": "/nonexistent/dir/report.json"}, "--output"),
+    ],
+)
+def test_bad_input_is_a_command_error_naming_it(options, message):
+    with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        _run(**options)
+
+
+def test_invalid_scenario_names_the_field(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: broken\nregions:\n  - name: r\n    zones:\n      - name: A\n        nodes: [{name: a1, cpu: lots}]\n")
+    with pytest.raises(CommandError, match=r"regions\[0\]\.zones\[0\]\.nodes\[0\]\.cpu"):
+        _run(scenario=str(bad))
+
+
+def test_invalid_appgroup_names_the_document_and_field(tmp_path):
+    bad = tmp_path / "ag.yaml"
+    bad.write_text("apiVersion: netaware.io/v1alpha1\nkind: AppGroup\nmetadata: {name: x}\nspec:\n  workloads: 7\n")
+    with pytest.raises(CommandError, match=r"document 0: .*workloads"):
+        _run(appgroup=str(bad))
+
+
+def test_json_output_file_and_figure(tmp_path):
+    report_file = tmp_path / "report.json"
+    figure_file = tmp_path / "fig.html"
+    stdout = _run(profiles="default,hybrid-5", format="json", output=str(report_file), figure=str(figure_file))
+    printed = orjson.loads(stdout)
+    written = orjson.loads(report_file.read_bytes())
+    assert printed == written
+    assert [p["profile"] for p in written["profiles"]] == ["default", "hybrid-5"]
+    assert written["seeds"] == 2 and written["optimum"]["exact"] is True
+    assert "plotly" in figure_file.read_text().lower()
+
+
+def test_table_output_lists_every_profile():
+    table = _run(profiles="default,network", no_optimum=True)
+    assert "| default" in table and "| network" in table and "avg score" in table

@@ -1,0 +1,99 @@
+"""Scheduler profiles: seeded from the engine's built-ins, CRUD through /api/scheduler/profiles/
+with 400 field errors, one default, and selected per pod by the netaware.io/profile annotation."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from django.core.exceptions import ValidationError
+
+from apps.scheduler.models import Decision, SchedulerProfile
+from apps.scheduler.scoring import engine
+from tests.support.extender_wire import extender_args, k8s_pod, load_kep_fixture, use_extender_test_settings
+
+
+@pytest.fixture
+def ext(settings, db):
+    use_extender_test_settings(settings)
+
+
+def test_builtin_profiles_are_seeded_with_one_default(ext):
+    assert set(SchedulerProfile.objects.values_list("name", flat=True)) == set(engine.BUILTIN_PROFILES)
+    assert list(SchedulerProfile.objects.filter(is_default=True).values_list("name", flat=True)) == [
+        engine.DEFAULT_PROFILE
+    ]
+
+
+@pytest.mark.parametrize(
+    ("payload", "field", "fragment"),
+    [
+        ({"scorers": [{"name": "telepathy", "weight": 1}]}, "scorers", "unknown scorer 'telepathy'"),
+        ({"scorers": [{"name": "water-level", "weight": -1}]}, "scorers", "scorers[0].weight"),
+        ({"scorers": [{"name": "water-level", "weight": 1, "params": {"average_weight": "x"}}]}, "scorers",
+         "average_weight"),
+        ({"scorers": [{"name": "water-level", "weight": 1, "params": {"colour": 1}}]}, "scorers", "colour"),
+        ({"scorers": []}, "scorers", "at least one scorer"),
+        ({"scorers": [{"name": "water-level"}], "filters": ["moat"]}, "filters", "unknown filter 'moat'"),
+        ({"scorers": [{"name": "water-level"}], "params": {"overload": {"cpu_threshold": 2}}}, "params",
+         "filter the profile does not use"),
+        ({"scorers": [{"name": "water-level"}], "name": "Not A Slug"}, "name", ""),
+    ],
+)
+def test_invalid_profiles_get_400_naming_the_field(client, ext, payload, field, fragment):
+    body = {"name": "mine", **payload}
+    response = client.post("/api/scheduler/profiles/", body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    errors = response.json()
+    assert field in errors, errors
+    assert fragment in " ".join(map(str, errors[field]))
+
+
+def test_create_update_default_and_delete(client, ext):
+    body = {
+        "name": "latency-first",
+        "description": "network with a little load",
+        "scorers": [{"name": "network-score", "weight": 4, "params": {"same_node_score": 0.9}},
+                    {"name": "water-level", "weight": 1}],
+        "filters": ["overload"],
+        "params": {"overload": {"cpu_threshold": 0.9}},
+        "is_default": True,
+    }
+    created = client.post("/api/scheduler/profiles/", body, content_type="application/json")
+    assert created.status_code == 201, created.content
+    assert SchedulerProfile.objects.get(is_default=True).name == "latency-first"  # the old default was unset
+    assert client.post("/api/scheduler/profiles/", body, content_type="application/json").status_code == 400
+
+    patched = client.patch("/api/scheduler/profiles/latency-first/", {"scorers": [{"name": "nope"}]},
+                           content_type="application/json")
+    assert patched.status_code == 400 and "scorers" in patched.json()
+    patched = client.patch("/api/scheduler/profiles/latency-first/", {"filters": []},
+                           content_type="application/json")
+    assert patched.status_code == 400 and "params" in patched.json()  # params for an unused filter
+    ok = client.patch("/api/scheduler/profiles/latency-first/", {"filters": [], "params": {}},
+                      content_type="application/json")
+    assert ok.status_code == 200 and ok.json()["filters"] == []
+    assert client.delete("/api/scheduler/profiles/latency-first/").status_code == 204
+
+
+def test_model_clean_refuses_a_second_default(ext):
+    profile = SchedulerProfile(name="second", is_default=True, scorers=[{"name": "water-level", "weight": 1}])
+    with pytest.raises(ValidationError) as raised:
+        profile.full_clean()
+    assert "is_default" in raised.value.message_dict
+
+
+def test_the_annotation_selects_an_edited_profile(client, ext):
+    nodes = load_kep_fixture()
+    body = {"name": "overhead-only", "scorers": [{"name": "network-overhead", "weight": 1}],
+            "filters": ["network-overhead"]}
+    assert client.post("/api/scheduler/profiles/", body, content_type="application/json").status_code == 201
+    pod = k8s_pod("p1-prof", labels={"app": "p1"}, annotations={"netaware.io/profile": "overhead-only"})
+    response = client.post("/scheduler/filter", orjson.dumps(extender_args(pod, node_names=nodes)),
+                           content_type="application/json")
+    assert orjson.loads(response.content)["NodeNames"] == ["n-5", "n-6"]
+    assert Decision.objects.get(verb="filter").profile == "overhead-only"
+    # Without the annotation the default profile ("network": no network-overhead filter) applies.
+    plain = k8s_pod("p1-plain", labels={"app": "p1"})
+    response = client.post("/scheduler/filter", orjson.dumps(extender_args(plain, node_names=nodes)),
+                           content_type="application/json")
+    assert orjson.loads(response.content)["NodeNames"] == nodes

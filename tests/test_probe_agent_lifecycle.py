@@ -1,0 +1,178 @@
+"""Agent lifecycle: config errors name the setting, API discovery, iperf3 server restart, SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import requests
+
+from apps.probes.agent import ConfigError, parse_peers, peers_from_api
+from apps.probes.agent_iperf import parse_iperf3_json
+from tests.support.agents import ROOT, start_agent
+from tests.support.prometheus import free_port
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        ([], {}, "NODE_NAME/--node"),
+        (["--node", "a", "--peers", "b=10.0.0.1,oops"], {}, "PEERS/--peers[1]"),
+        (["--node", "a", "--peers", "b=10.0.0.1:99999"], {}, "PEERS/--peers[0]"),
+        (["--node", "a", "--iperf-duration", "5"], {}, "--iperf-duration"),
+        (["--node", "a", "--probe-rate", "-1"], {}, "--probe-rate"),
+        (["--node", "a"], {"PROBE_RATE": "fast"}, "PROBE_RATE"),
+    ],
+)
+def test_bad_configuration_exits_2_naming_the_setting(args, env, message) -> None:
+    result = subprocess.run([sys.executable, "-m", "apps.probes.agent", *args], cwd=ROOT, timeout=30,
+                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", **env})
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_peer_lists_parse_from_flags_and_api_pages() -> None:
+    peers = parse_peers("a=10.0.0.1, b=10.0.0.2:9200,c=[fd00::3]:9300", default_port=9105)
+    assert {n: (p.host, p.port) for n, p in peers.items()} == {
+        "a": ("10.0.0.1", 9105), "b": ("10.0.0.2", 9200), "c": ("fd00::3", 9300)}
+    with pytest.raises(ConfigError, match=r"PEERS\[0\]"):
+        parse_peers("=10.0.0.1")
+    bare = peers_from_api([{"name": "a", "address": "10.0.0.1"}, {"name": "b"}, "junk"], default_port=1)
+    assert {n: (p.host, p.port) for n, p in bare.items()} == {"a": ("10.0.0.1", 1)}
+    page = peers_from_api({"count": 1, "next": None, "results": [
+        {"name": "a", "address": "10.0.0.1", "probe_port": 9300}]}, default_port=1)
+    assert page["a"].port == 9300
+    with pytest.raises(ValueError):
+        peers_from_api({"detail": "nope"}, default_port=1)
+
+
+def test_iperf3_json_errors_are_rejected() -> None:
+    assert parse_iperf3_json(json.dumps({"end": {"sum_received": {"bits_per_second": 2e7}}})) == 2e7
+    with pytest.raises(ValueError, match="server is busy"):
+        parse_iperf3_json(json.dumps({"start": {}, "end": {}, "error": "the server is busy running a test"}))
+    with pytest.raises(ValueError, match="sum_received"):
+        parse_iperf3_json(json.dumps({"end": {}}))
+    with pytest.raises(ValueError):
+        parse_iperf3_json(b"iperf3: error")
+
+
+class FakeNetaware:
+    """The part of the netaware API the agent reads: a paginated GET /api/nodes/."""
+
+    def __init__(self) -> None:
+        self.nodes: list[dict] = []
+        handler = self._handler()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def _handler(self):
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path.startswith("/api/nodes/"):
+                    second = "page=2" in self.path
+                    half = (len(api.nodes) + 1) // 2
+                    body = {"count": len(api.nodes),
+                            "next": None if second else f"{api.url}/api/nodes/?page=2",
+                            "results": api.nodes[half:] if second else api.nodes[:half]}
+                    data = json.dumps(body).encode()
+                    self.send_response(200)
+                else:
+                    data = b"{}"
+                    self.send_response(404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        return Handler
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def wait_for(predicate, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return predicate()
+
+
+def child_pids(pid: int) -> set[int]:
+    out: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        out.update(int(p) for p in text)
+    return out
+
+
+def is_iperf3(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"iperf3")
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+def test_discovers_peers_from_the_api_restarts_iperf3_and_stops_on_sigterm() -> None:
+    api = FakeNetaware()
+    port, iperf_port = free_port(), free_port()
+    peer_port, peer_iperf = free_port(), free_port()
+    api.nodes = [
+        {"name": "pa-self", "address": "127.0.0.1", "probe_port": port},
+        {"name": "pa-peer", "address": f"127.0.0.1:{peer_port}"},
+        {"name": "pa-ghost", "address": "127.0.0.1", "probe_port": free_port()},
+    ]
+    peer = agent = None
+    try:
+        peer = start_agent("pa-peer", f"http://127.0.0.1:{peer_port}", [
+            "--bind", "127.0.0.1", "--metrics-port", str(peer_port), "--iperf-port", str(peer_iperf)])
+        agent = start_agent("pa-self", f"http://127.0.0.1:{port}", [
+            "--bind", "127.0.0.1", "--metrics-port", str(port), "--iperf-port", str(iperf_port),
+            "--netaware-url", api.url, "--discovery-interval", "1", "--probe-rate", "10"])
+        healthz = lambda: requests.get(f"{agent.url}/healthz", timeout=5).json()["peers"]  # noqa: E731
+        assert wait_for(lambda: healthz() == ["pa-ghost", "pa-peer"])
+        assert wait_for(lambda: (agent.value("netaware_probe_packets_received_total",
+                                             source="pa-self", target="pa-peer") or 0) > 5)
+        # the ghost never answers: sent grows, received stays 0, no RTT series
+        assert agent.value("netaware_probe_packets_sent_total", source="pa-self", target="pa-ghost") > 5
+        assert agent.value("netaware_probe_packets_received_total", source="pa-self", target="pa-ghost") == 0
+        assert agent.value("netaware_probe_rtt_seconds_count", source="pa-self", target="pa-ghost") is None
+        # a node removed from the API is dropped with its series
+        api.nodes = [n for n in api.nodes if n["name"] != "pa-ghost"]
+        assert wait_for(lambda: healthz() == ["pa-peer"])
+        assert agent.value("netaware_probe_packets_sent_total", source="pa-self", target="pa-ghost") is None
+        assert agent.value("netaware_probe_discovery_total", result="ok") >= 2
+
+        # the iperf3 server child is restarted when it dies
+        servers = [pid for pid in child_pids(agent.process.pid) if is_iperf3(pid)]
+        assert len(servers) == 1
+        subprocess.run(["kill", "-9", str(servers[0])], check=True)
+        assert wait_for(lambda: agent.value("netaware_probe_iperf_server_starts_total") == 2)
+        restarted = [pid for pid in child_pids(agent.process.pid) if is_iperf3(pid)]
+        assert len(restarted) == 1 and restarted != servers
+
+        # SIGTERM: clean exit, no iperf3 left behind
+        assert agent.stop() == 0
+        assert "stopped" in agent.log()
+        assert not is_iperf3(restarted[0])
+    finally:
+        for running in (agent, peer):
+            if running is not None:
+                running.stop()
+        api.stop()

@@ -1,0 +1,97 @@
+"""Cold start puts the first pods of a rollout in the best-connected zone (A on the paper testbed),
+never in FAR, and follows free capacity when the best zone is full."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from apps.probes.scenario import load_scenario
+from apps.scheduler.scoring import engine
+from apps.scheduler.scoring.common import WorkloadRef
+from apps.scheduler.scoring.fixtures import paper_appgroup
+from apps.scheduler.scoring.network_score import naive_network_score
+from apps.scheduler.scoring.scenario_topology import topology_from_scenario
+from apps.scheduler.scoring.state import ClusterState, NodeResources, PodInfo
+
+SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "paper-testbed.yaml"
+
+
+@pytest.fixture(scope="module")
+def testbed():
+    scenario = load_scenario(SCENARIO)
+    nodes = {n.name: NodeResources(n.name, n.zone, n.region, n.cpu_millicores, n.memory_bytes) for n in scenario.nodes}
+    return topology_from_scenario(scenario), nodes, {n.name: n.zone for n in scenario.nodes}
+
+
+def _best_zones(out, zone_of):
+    best = out.extender.max()
+    return {zone_of[n] for n, s in zip(out.nodes, out.extender, strict=True) if s == best}
+
+
+@pytest.mark.parametrize("workload", [w.name for w in paper_appgroup().workloads])
+def test_first_pod_of_any_workload_goes_to_zone_a(testbed, workload):
+    topology, nodes, zone_of = testbed
+    state = ClusterState(topology=topology, appgroups=(paper_appgroup(),), nodes=nodes)
+    out = engine.run_scorers(state, PodInfo("default", f"{workload}-0", labels={"app": workload}),
+                             list(topology.nodes), engine.BUILTIN_PROFILES["network"])
+    assert _best_zones(out, zone_of) == {"A"}
+    far = [s for n, s in zip(out.nodes, out.breakdown["network-score"], strict=True) if zone_of[n] == "FAR"]
+    assert max(far) < out.breakdown["network-score"].max()
+    assert any("cold start" in note for note in out.notes)
+
+
+def test_cold_start_follows_capacity_when_zone_a_is_full(testbed):
+    topology, nodes, zone_of = testbed
+    full = {n: NodeResources(r.name, r.zone, r.region, r.allocatable_cpu_millicores, r.allocatable_memory_bytes,
+                             requested_cpu_millicores=r.allocatable_cpu_millicores if r.zone == "A" else 0)
+            for n, r in nodes.items()}
+    state = ClusterState(topology=topology, appgroups=(paper_appgroup(),), nodes=full)
+    out = engine.run_scorers(state, PodInfo("default", "cart-0", labels={"app": "cart"}),
+                             [n for n in topology.nodes if zone_of[n] != "A"], engine.BUILTIN_PROFILES["network"])
+    assert _best_zones(out, zone_of) == {"B"}
+
+
+def test_disabled_cold_start_is_neutral(testbed):
+    topology, nodes, _ = testbed
+    state = ClusterState(topology=topology, appgroups=(paper_appgroup(),), nodes=nodes)
+    profile = engine.Profile("plain", (("network-score", 1.0, {"cold_start": False}),))
+    out = engine.run_scorers(state, PodInfo("default", "ad-0", labels={"app": "ad"}), list(topology.nodes), profile)
+    assert set(out.total.tolist()) == {50.0}
+
+
+def test_random_rollouts_never_touch_far(testbed):
+    """Pods of the whole AppGroup in random orders, extender integer scores, random tie-break."""
+    topology, nodes, zone_of = testbed
+    group = paper_appgroup()
+    for seed in range(10):
+        rng = random.Random(seed)
+        order = [w.name for w in group.workloads]
+        rng.shuffle(order)
+        placements: dict = {}
+        for w in order:
+            state = ClusterState(topology=topology, appgroups=(group,), placements=placements, nodes=nodes)
+            out = engine.run_scorers(state, PodInfo("default", w, labels={"app": w}), list(topology.nodes),
+                                     engine.BUILTIN_PROFILES["network"])
+            choice = rng.choice([n for n, s in zip(out.nodes, out.extender, strict=True) if s == out.extender.max()])
+            placements = {**placements, ("default", group.name, w): (choice,)}
+        zones = {zone_of[v[0]] for v in placements.values()}
+        assert "FAR" not in zones and zones == {"A"}, (seed, placements)
+
+
+def test_partially_placed_group_uses_regular_score(testbed):
+    topology, nodes, zone_of = testbed
+    group = paper_appgroup()
+    # frontend in C: cart's dependent is placed, so Algorithm 2 (not cold start) decides -> C wins.
+    state = ClusterState(topology=topology, appgroups=(group,), nodes=nodes,
+                         placements={("default", group.name, "frontend"): ("n1412",)})
+    out = engine.run_scorers(state, PodInfo("default", "cart-0", labels={"app": "cart"}), list(topology.nodes),
+                             engine.BUILTIN_PROFILES["network"])
+    assert _best_zones(out, zone_of) == {"C"}
+    assert not any("cold start" in note for note in out.notes)
+    ref = WorkloadRef(group, group.workload("cart"))
+    expected = [naive_network_score(state, ref, n) for n in out.nodes]
+    np.testing.assert_allclose(out.breakdown["network-score"], expected, atol=1e-4)
