@@ -7,10 +7,17 @@ pod of one workload; pods cycle through all 11 workloads so the per-request cach
 turnover. Also times the network score alone against the straightforward per-node Python loop of
 the paper's Algorithm 2 (``naive_network_score``), on the same candidates, and checks they agree.
 
+Also times the cold-start path (nothing placed yet). Runs with OPENBLAS_NUM_THREADS=1 unless set.
+
 Usage: ``.venv/bin/python bench/bench_scoring.py [--reps 200] [--sizes 500,5000]`` (prints markdown).
 """
 
 from __future__ import annotations
+
+import os
+
+# The deployment recommendation (docs/scoring.md): one BLAS thread per worker process.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
 import gc
@@ -19,18 +26,19 @@ import resource
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from apps.scheduler.scoring import engine  # noqa: E402
-from apps.scheduler.scoring.common import WorkloadRef, topology_positions  # noqa: E402
-from apps.scheduler.scoring.fixtures import paper_appgroup  # noqa: E402
-from apps.scheduler.scoring.network_score import naive_network_score, network_scores  # noqa: E402
-from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo  # noqa: E402
-from apps.topology.topomath import Topology  # noqa: E402
+from apps.scheduler.scoring import engine
+from apps.scheduler.scoring.common import WorkloadRef, topology_positions
+from apps.scheduler.scoring.fixtures import paper_appgroup
+from apps.scheduler.scoring.network_score import naive_network_score, network_scores
+from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo
+from apps.topology.topomath import Topology
 
 ZONE_SIZE = 50
 REGIONS = 4
@@ -157,6 +165,10 @@ def main() -> None:
             for pname in ("network", "balanced"):
                 times = bench(state, candidates, engine.BUILTIN_PROFILES[pname], args.reps)
                 rows.append((n, count, pname, statistics.median(times), pct(times, 99), len(times)))
+            cold = replace(state, placements={})
+            times = bench(cold, candidates, engine.BUILTIN_PROFILES["network"], max(args.reps // 4, 50))
+            rows.append((n, count, "network, cold start (nothing placed)", statistics.median(times),
+                         pct(times, 99), len(times)))
             fast, slow, err = naive_ratio(state, candidates, args.reps)
             ratio_rows.append((n, count, fast, slow, slow / fast, err))
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -111,8 +111,27 @@ def test_detail_shows_graph_order_and_placement_scores(client, boutique):
     assert sizes["frontend"] > sizes["email"]  # weight 1.0 vs a smaller weight
     assert len(figure["layout"]["annotations"]) == Dependency.objects.filter(appgroup=boutique).count()
     assert "L0.7 B0.2 X0.1" in str(figure["data"][0]["text"])
+    assert figure["data"][0]["visible"] is False  # 15 edges: labels on hover only
+    assert "L0.7 B0.2 X0.1" in str(figure["data"][1]["text"])
     assert f"/api/appgroups/{boutique.pk}/export?format=yaml&amp;flavor=diktyo" in body
     assert "No pod of this AppGroup is placed yet" in body
+
+
+def test_small_graph_labels_edges_with_sensitivities_and_limits():
+    from apps.appgroups.dashboard import graph_figure
+    from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
+
+    spec = AppGroupSpec("default", "tiny", (
+        WorkloadSpec("web", LabelSelector({"app": "web"}), 2.0,
+                     (DependencySpec("db", Sensitivity(0.5, 0.25, 0.25), 30.0, 1e8),)),
+        WorkloadSpec("db", LabelSelector({"app": "db"}), 0.5),
+    ))
+    figure = graph_figure(spec, ["web", "db"])
+    text, dots, nodes = figure["data"]
+    assert text["visible"] is True and text["text"] == ["L0.5 B0.25 X0.25<br>maxCost 30, minBW 100M"]
+    assert nodes["x"] == [0.0, 1.0]  # the caller left of its dependency
+    ann = figure["layout"]["annotations"][0]
+    assert (ann["ax"], ann["x"]) == (0.0, 1.0)
 
 
 def test_placement_scores_follow_the_network(client, boutique):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import requests
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from apps.probes import metrics
@@ -186,3 +188,24 @@ def test_run_emulator_accepts_the_paper_testbed() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "19 nodes" in result.stdout
+
+
+def test_run_emulator_writes_a_prometheus_config_for_every_node(tmp_path) -> None:
+    out = tmp_path / "prometheus.yml"
+    result = subprocess.run(
+        [sys.executable, "manage.py", "run_emulator", "--scenario", "scenarios/paper-testbed.yaml",
+         "--host", "emulator", "--port", "9200", "--scrape-interval", "5s",
+         "--write-prometheus-config", str(out), "--config-only"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    config = yaml.safe_load(out.read_text())
+    job = config["scrape_configs"][0]
+    assert job["scrape_interval"] == "5s"
+    nodes = [c["labels"]["node"] for c in job["static_configs"]]
+    assert nodes == [f"n{i}" for i in range(1402, 1421)]
+    assert all(c["targets"] == ["emulator:9200"] for c in job["static_configs"])
+    assert job["static_configs"][0]["labels"]["__metrics_path__"] == "/nodes/n1402/metrics"
+    promtool = shutil.which("promtool") or "/usr/bin/promtool"  # ships with Debian's prometheus
+    check = subprocess.run([promtool, "check", "config", str(out)], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stdout + check.stderr

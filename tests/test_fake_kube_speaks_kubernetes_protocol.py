@@ -289,7 +289,10 @@ def test_crd_schema_is_enforced_with_a_field_error(fake_kube):
                                     "spec": {
                                         "type": "object",
                                         "required": ["size"],
-                                        "properties": {"size": {"type": "integer", "minimum": 0}},
+                                        "properties": {
+                                            "size": {"type": "integer", "minimum": 0},
+                                            "color": {"type": "string", "default": "blue"},
+                                        },
                                     }
                                 },
                             }
@@ -300,8 +303,20 @@ def test_crd_schema_is_enforced_with_a_field_error(fake_kube):
         }
     )
     api = kube.custom_objects()
-    ok = {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}}
-    api.create_namespaced_custom_object("example.io", "v1", "default", "widgets", ok)
+    ok = {
+        "apiVersion": "example.io/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w"},
+        "spec": {"size": 1, "x": 1},
+    }
+    created = api.create_namespaced_custom_object("example.io", "v1", "default", "widgets", ok)
+    assert created["spec"] == {"size": 1, "color": "blue"}  # unknown field pruned, default filled in
+    same = api.replace_namespaced_custom_object(
+        "example.io", "v1", "default", "widgets", "w", dict(created, extra=1)
+    )
+    assert (
+        same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"] and "extra" not in same
+    )
     bad = {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "x"}, "spec": {"size": -1}}
     with pytest.raises(ApiException) as caught:
         api.create_namespaced_custom_object("example.io", "v1", "default", "widgets", bad)

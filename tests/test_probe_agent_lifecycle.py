@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -63,47 +61,6 @@ def test_iperf3_json_errors_are_rejected() -> None:
         parse_iperf3_json(b"iperf3: error")
 
 
-class FakeNetaware:
-    """The part of the netaware API the agent reads: a paginated GET /api/nodes/."""
-
-    def __init__(self) -> None:
-        self.nodes: list[dict] = []
-        handler = self._handler()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def _handler(self):
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                if self.path.startswith("/api/nodes/"):
-                    second = "page=2" in self.path
-                    half = (len(api.nodes) + 1) // 2
-                    body = {"count": len(api.nodes),
-                            "next": None if second else f"{api.url}/api/nodes/?page=2",
-                            "results": api.nodes[half:] if second else api.nodes[:half]}
-                    data = json.dumps(body).encode()
-                    self.send_response(200)
-                else:
-                    data = b"{}"
-                    self.send_response(404)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        return Handler
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 def wait_for(predicate, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -129,24 +86,24 @@ def is_iperf3(pid: int) -> bool:
 
 
 @pytest.mark.slow
-def test_discovers_peers_from_the_api_restarts_iperf3_and_stops_on_sigterm() -> None:
-    api = FakeNetaware()
-    port, iperf_port = free_port(), free_port()
-    peer_port, peer_iperf = free_port(), free_port()
-    api.nodes = [
-        {"name": "pa-self", "address": "127.0.0.1", "probe_port": port},
-        {"name": "pa-peer", "address": f"127.0.0.1:{peer_port}"},
-        {"name": "pa-ghost", "address": "127.0.0.1", "probe_port": free_port()},
-    ]
+@pytest.mark.django_db(transaction=True)
+def test_discovers_peers_from_the_api_restarts_iperf3_and_stops_on_sigterm(live_server) -> None:
+    """Peers come from the real ``GET /api/nodes/`` (addresses only, so every agent uses one port)."""
+    from apps.topology import services
+    from apps.topology.models import Node
+
+    port = free_port()
+    for name, address in (("pa-self", "127.0.0.3"), ("pa-peer", "127.0.0.2"), ("pa-ghost", "127.0.0.4")):
+        services.upsert_node(name=name, zone="z", region="r", address=address, source="cluster")
     peer = agent = None
     try:
-        peer = start_agent("pa-peer", f"http://127.0.0.1:{peer_port}", [
-            "--bind", "127.0.0.1", "--metrics-port", str(peer_port), "--iperf-port", str(peer_iperf)])
-        agent = start_agent("pa-self", f"http://127.0.0.1:{port}", [
-            "--bind", "127.0.0.1", "--metrics-port", str(port), "--iperf-port", str(iperf_port),
-            "--netaware-url", api.url, "--discovery-interval", "1", "--probe-rate", "10"])
+        peer = start_agent("pa-peer", f"http://127.0.0.2:{port}", [
+            "--bind", "127.0.0.2", "--metrics-port", str(port), "--iperf-port", str(free_port())])
+        agent = start_agent("pa-self", f"http://127.0.0.3:{port}", [
+            "--bind", "127.0.0.3", "--metrics-port", str(port), "--iperf-port", str(free_port()),
+            "--netaware-url", live_server.url, "--discovery-interval", "1", "--probe-rate", "10"])
         healthz = lambda: requests.get(f"{agent.url}/healthz", timeout=5).json()["peers"]  # noqa: E731
-        assert wait_for(lambda: healthz() == ["pa-ghost", "pa-peer"])
+        assert wait_for(lambda: healthz() == ["pa-ghost", "pa-peer"]), agent.log()
         assert wait_for(lambda: (agent.value("netaware_probe_packets_received_total",
                                              source="pa-self", target="pa-peer") or 0) > 5)
         # the ghost never answers: sent grows, received stays 0, no RTT series
@@ -154,7 +111,7 @@ def test_discovers_peers_from_the_api_restarts_iperf3_and_stops_on_sigterm() -> 
         assert agent.value("netaware_probe_packets_received_total", source="pa-self", target="pa-ghost") == 0
         assert agent.value("netaware_probe_rtt_seconds_count", source="pa-self", target="pa-ghost") is None
         # a node removed from the API is dropped with its series
-        api.nodes = [n for n in api.nodes if n["name"] != "pa-ghost"]
+        Node.objects.filter(name="pa-ghost").delete()
         assert wait_for(lambda: healthz() == ["pa-peer"])
         assert agent.value("netaware_probe_packets_sent_total", source="pa-self", target="pa-ghost") is None
         assert agent.value("netaware_probe_discovery_total", result="ok") >= 2
@@ -175,4 +132,12 @@ def test_discovers_peers_from_the_api_restarts_iperf3_and_stops_on_sigterm() -> 
         for running in (agent, peer):
             if running is not None:
                 running.stop()
-        api.stop()
+
+
+def test_agent_imports_neither_django_nor_numpy() -> None:
+    """The agent runs on every node; heavy imports would break its ~20 MiB budget."""
+    code = ("import sys, apps.probes.agent; "
+            "print(sorted(m for m in ('django', 'numpy', 'requests', 'yaml') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -18,12 +18,15 @@ pytestmark = pytest.mark.django_db
 def test_nodes_api_lists_the_scenario_nodes_and_filters_by_zone(client):
     assert services.load_nodes_from_scenario(scenario=SCENARIO) == 19
     services.upsert_node(name="n1402", zone="A", region="testbed", address="10.0.0.2", source="cluster")
+    assert Node.objects.get(name="n1402").allocatable_cpu_millicores == 4000  # None keeps allocatable
     nodes = client.get("/api/nodes/").json()
     assert isinstance(nodes, list) and len(nodes) == 19
     first = nodes[0]
     assert first["name"] == "n1402" and first["address"] == "10.0.0.2"
     assert first["allocatable"] == {"cpu_millicores": 4000, "memory_bytes": 8 * 2**30}
     assert first["labels"]["topology.kubernetes.io/zone"] == "A"  # labels kept when not given
+    services.load_nodes_from_scenario(scenario=SCENARIO)  # reloading keeps the known address
+    assert client.get("/api/nodes/", {"name": "n1402"}).json()[0]["address"] == "10.0.0.2"
     far = client.get("/api/nodes/", {"zone": "FAR"}).json()
     assert [n["name"] for n in far] == ["n1417", "n1418", "n1419", "n1420"]
     assert client.get("/api/nodes/", {"region": "elsewhere"}).json() == []

@@ -162,3 +162,16 @@ def test_samples_from_nodes_missing_in_the_cache_still_count(client):
     assert snapshot.node_count == 2 and Node.objects.count() == 0
     topology = selectors.current_topology()
     assert np.isclose(topology.latency_ms[topology.index["x1"], topology.index["x2"]], 2.0)
+
+
+def test_store_topology_makes_a_derived_topology_current_and_rebuild_keeps_it_without_new_data():
+    from apps.topology.topomath import NodeMeta, PairArrays, derive_topology
+
+    topo = derive_topology(nodes=[NodeMeta("a", "Z", "R"), NodeMeta("b", "Z", "R")],
+                           pairs=PairArrays(np.array([0]), np.array([1]), np.array([3.0]), np.array([50.0]),
+                                            np.array([1.0]), np.array([0.0]), np.array([0.0]), np.array([0.0])),
+                           now=0.0, stale_after_s=float("inf"))
+    snapshot = services.store_topology(topology=topo, source="imported")
+    assert services.rebuild_topology() == snapshot  # no samples newer than the import
+    loaded = selectors.current_topology()
+    assert loaded.version == snapshot.version and loaded.latency_ms[0, 1] == 3.0 and loaded.inferred[1, 0]

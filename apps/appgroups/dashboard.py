@@ -16,6 +16,9 @@ from .graph import AppGroupSpec
 from .models import AppGroup, Placement
 
 
+MAX_EDGE_TEXT = 12
+
+
 def _layers(spec: AppGroupSpec, order: Sequence[str]) -> dict[str, int]:
     """Depth of each workload along its dependencies (callers left, callees right); edges that go
     against ``order`` (cycles) do not push depth, so the layout always terminates."""
@@ -77,21 +80,23 @@ def graph_figure(spec: AppGroupSpec, order: Sequence[str]) -> dict[str, Any]:
         "hovertemplate": "<b>%{text}</b><br>weight %{customdata[0]}<br>%{customdata[1]} dependencies"
                          "<br>order #%{customdata[2]}<extra></extra>",
         "marker": {"size": [14 + 30 * math.sqrt(max(w.weight, 0.0) / max_weight) for w in spec.workloads],
-                   "color": [w.weight for w in spec.workloads], "colorscale": "Blues", "cmin": 0,
+                   "color": [w.weight for w in spec.workloads], "colorscale": [[0, "#dbeafe"], [1, "#1e40af"]], "cmin": 0,
                    "line": {"color": "#1e3a8a", "width": 1}, "showscale": True,
                    "colorbar": {"title": {"text": "weight"}, "thickness": 12}},
     }
     edge_labels = {
         "type": "scatter", "mode": "markers", "name": "dependencies", "x": label_x, "y": label_y,
         "text": label_text, "hovertemplate": "%{text}<extra></extra>",
-        "marker": {"size": 7, "color": "#64748b", "symbol": "circle"},
+        "marker": {"size": 9, "color": "#64748b", "symbol": "circle"},
     }
+    # Text on every edge is unreadable on dense graphs: there the dots carry the labels on hover
+    # (and the order table beside the graph lists every sensitivity).
     edge_text = {
-        "type": "scatter", "mode": "text", "name": "sensitivities", "x": label_x, "y": label_y,
+        "type": "scatter", "mode": "text", "visible": len(label_text) <= MAX_EDGE_TEXT, "name": "sensitivities", "x": label_x, "y": label_y,
         "text": [t.split("<br>", 1)[1] for t in label_text], "textposition": "bottom center",
         "textfont": {"size": 9, "color": "#475569"}, "hoverinfo": "skip",
     }
-    height = max(360, 90 * max((len(v) for v in columns.values()), default=1))
+    height = max(360, 80 * max((len(v) for v in columns.values()), default=1))
     return {
         "data": [edge_text, edge_labels, nodes],
         "layout": {

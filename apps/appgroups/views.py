@@ -16,7 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from . import resources, selectors, services
+from . import quantity, resources, selectors, services
 from .dashboard import graph_figure, placement_scores
 from .forms import AppGroupYAMLForm, StructuredAppGroupForm, document_yaml
 from .models import AppGroup, Placement
@@ -71,7 +71,10 @@ def appgroup_detail(request, pk: int):
     workload_rows = [
         {"name": name, "weight": weights[name], "position": i + 1,
          "score": scores.workload_scores.get(name),
-         "dependencies": spec.workload(name).dependencies,
+         "dependencies": [
+             {"target": d.target, "sensitivity": d.sensitivity, "max_network_cost": d.max_network_cost,
+              "min_bandwidth": quantity.format_bytes(d.min_bandwidth_bps) if d.min_bandwidth_bps is not None else None}
+             for d in spec.workload(name).dependencies],
          "placed": sum(1 for p in scores.pods if p.workload == name)}
         for i, name in enumerate(order.order)
     ]

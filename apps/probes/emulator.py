@@ -36,7 +36,7 @@ from apps.probes.scenario import Scenario
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _Z90 = 1.2815515655446004  # standard normal 0.9 quantile
 _BANDWIDTH_NOISE = 0.03
-_MAX_CHUNK = 2048  # samples per pair generated per vectorized step (bounds memory after long idle)
+_MAX_CELLS = 2_000_000  # pair x sample cells per vectorized step: bounds memory after a long idle
 _NODE_PATH = re.compile(r"^/nodes/([^/]+)/metrics/?$")
 
 
@@ -166,7 +166,7 @@ class Emulator:
             self._last = now
         due = math.floor((now - self._start) * self.ping_rate_hz) - self._pings_done
         while due > 0:
-            chunk = min(due, _MAX_CHUNK)
+            chunk = min(due, max(1, _MAX_CELLS // max(1, len(self._pairs))))
             self._ping(chunk)
             self._pings_done += chunk
             due -= chunk

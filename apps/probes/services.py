@@ -21,8 +21,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
+import psycopg.errors
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import ProgrammingError, connection, transaction
 from django.utils import timezone
 
 from .models import NodeRollup, NodeSample, PairRollup, PairSample, PullWatermark
@@ -141,19 +142,25 @@ def store_pair_points(*, ts: datetime, series: str, sources: Sequence[str], targ
         sources = [sources[i] for i in idx]
         targets = [targets[i] for i in idx]
         values = values[keep]
-    pairs = list(zip(sources, targets, strict=True))
-    last = dict(zip(pairs, range(len(pairs)), strict=True))
-    if len(last) != len(pairs):
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_PAIR_UPSERT, [ts, series, texts(sources), texts(targets), _pg_float_array(values)])
+            result.rows_written = max(cursor.rowcount, 0)
+    except ProgrammingError as exc:
+        if not isinstance(exc.__cause__, psycopg.errors.CardinalityViolation):
+            raise
         # One upsert may not touch a row twice; a custom query can yield a pair twice (e.g. two
-        # smokeping targets resolving to one node). The last series wins, deterministically.
+        # smokeping targets resolving to one node). Rare, so handled here rather than checked for
+        # on every window: the last series wins, deterministically.
+        last = dict(zip(zip(sources, targets, strict=True), range(len(sources)), strict=False))
         idx = np.fromiter(sorted(last.values()), dtype=np.int64, count=len(last))
+        result.points_skipped += len(sources) - len(last)
         sources = [sources[i] for i in idx]
         targets = [targets[i] for i in idx]
-        values = values[idx]
-        result.points_skipped += len(pairs) - len(last)
-    with connection.cursor() as cursor:
-        cursor.execute(_PAIR_UPSERT, [ts, series, texts(sources), texts(targets), _pg_float_array(values)])
-        result.rows_written = max(cursor.rowcount, 0)
+        with connection.cursor() as cursor:
+            cursor.execute(_PAIR_UPSERT, [ts, series, _pg_text_array(sources), _pg_text_array(targets),
+                                          _pg_float_array(values[idx])])
+            result.rows_written = max(cursor.rowcount, 0)
     return result
 
 
@@ -279,9 +286,13 @@ def pending_windows(*, queries: QuerySet, now: datetime) -> dict[str, list[Windo
     marks = {m.query: int(m.last_end.timestamp()) for m in PullWatermark.objects.all()}
     pending: dict[str, list[Window]] = {}
     for query in (*queries.pairs, *queries.nodes):
-        after = marks.get(query.watermark_key)
-        after = floor if after is None else max(after, align_down(raw_cutoff(now).timestamp(), width))
-        windows = list(windows_between(after, newest_end, width))[: int(conf["PULL_MAX_WINDOWS_PER_RUN"])]
+        mark = marks.get(query.watermark_key)
+        limit = int(conf["PULL_MAX_WINDOWS_PER_RUN"])
+        if mark is None:  # first run: the newest windows only
+            windows = list(windows_between(floor, newest_end, width))[-limit:]
+        else:  # catch up in order from the watermark, so everything before it stays stored
+            after = max(mark, align_down(raw_cutoff(now).timestamp(), width))
+            windows = list(windows_between(after, newest_end, width))[:limit]
         pending[query.watermark_key] = windows
     return pending
 

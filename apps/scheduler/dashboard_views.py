@@ -156,7 +156,7 @@ def evaluation_page(request):
                     form.add_error(None, str(exc))
                     report = None
             if report is not None:
-                context.update(report=report, rows=report_rows(report), figure=json_safe(report_figure(report)))
+                context.update(report=report, rows=report_rows(report), last_seed=report.first_seed + report.seeds - 1, figure=json_safe(report_figure(report)))
             else:
                 status = 400
         else:

@@ -121,10 +121,12 @@ def upsert_nodes_from_metrics(*, nodes: Iterable[tuple[str, str, str]]) -> int:
 def load_nodes_from_scenario(*, scenario: Scenario | str | Path) -> int:
     """Upsert every node of a scenario (file path or parsed) into the node cache; returns the count."""
     parsed = scenario if isinstance(scenario, Scenario) else load_scenario(Path(scenario))
+    addresses = dict(Node.objects.filter(name__in=parsed.node_names).values_list("name", "address"))
     with transaction.atomic():
         for spec in parsed.nodes:
             upsert_node(
                 name=spec.name,
+                address=addresses.get(spec.name, ""),  # a scenario has no addresses: keep known ones
                 zone=spec.zone,
                 region=spec.region,
                 labels=dict(spec.labels),

@@ -138,3 +138,41 @@ def slow_http_server(delay_s: float, *, status: int = 200, body: bytes = b'{"sta
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def scripted_prometheus(respond) -> Iterator[str]:
+    """An HTTP server speaking Prometheus' query API through ``respond(n, path, params) -> (status, body)``.
+
+    ``n`` counts requests from 1; lets a test make Prometheus fail part-way through a run.
+    """
+    from urllib.parse import parse_qs, urlsplit
+
+    counter = {"n": 0}
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            parts = urlsplit(self.path)
+            params = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+            with lock:
+                counter["n"] += 1
+                n = counter["n"]
+            status, body = respond(n, parts.path, params)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -20,6 +20,7 @@ number of dependency terms and U the distinct nodes hosting their pods.
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -40,6 +41,8 @@ UNREACHABLE_NODE_SCORE = 0.0
 NO_INFORMATION_PAIR_SCORE = 0.5
 _CACHE_BYTES = 100 * 2**20
 _STACK_BYTES = 128 * 2**20
+# OpenBLAS reads its thread count at load time; with one thread a BLAS matmul is the fastest path.
+_BLAS_SINGLE_THREADED = any(os.environ.get(v) == "1" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"))
 
 
 @dataclass(frozen=True)
@@ -295,10 +298,13 @@ def term_averages(topology: Topology, terms: Sequence[Term], positions: np.ndarr
     cache = topology_cache(topology)
     n = cache.n
     known = positions >= 0
-    uniq_pos, inverse = np.unique(np.where(known, positions, 0), return_inverse=True)
+    safe_pos = np.where(known, positions, 0)
     # Work on all n nodes unless the candidates are a small subset.
-    subset = uniq_pos.size * 4 < n
-    cols = uniq_pos if subset else np.arange(n)
+    subset = positions.size * 4 < n
+    if subset:
+        cols, inverse = np.unique(safe_pos, return_inverse=True)
+    else:
+        cols, inverse = np.arange(n), safe_pos
     col_of = np.full(n, -1, dtype=np.int64)
     col_of[cols] = np.arange(cols.size)
     for reverse in (False, True):
@@ -314,10 +320,14 @@ def term_averages(topology: Topology, terms: Sequence[Term], positions: np.ndarr
             term = terms[i]
             vmat[r, np.searchsorted(union, term.targets)] = term.counts / float(term.counts.sum())
             mmat[r] = _weights(term.sensitivity)
-        v32 = vmat.astype(np.float32)
-        scores = np.zeros((len(rows), cols.size), dtype=np.float64)
-        for m in range(3):
-            scores += mmat[:, m:m + 1] * (v32 @ block[m])
+        # All terms and metrics in one (k x 3U) @ (3U x cols) product.
+        weights = (mmat[:, :, None] * vmat[:, None, :]).reshape(len(rows), -1).astype(np.float32)
+        flat = block.reshape(3 * union.size, cols.size)
+        if _BLAS_SINGLE_THREADED:
+            scores = (weights @ flat).astype(np.float64)
+        else:
+            # Multi-threaded OpenBLAS stalls for tens of ms on a busy 2-core host; einsum never does.
+            scores = np.einsum("kj,jc->kc", weights, flat).astype(np.float64)
         # Pairs missing a metric (not same-node): replace the linear value by the exact rule.
         if stack.nan_u.size:
             c_idx = col_of[stack.nan_col]
@@ -336,7 +346,7 @@ def term_averages(topology: Topology, terms: Sequence[Term], positions: np.ndarr
             linear = mmat @ stack.zeros[:, u_s, union[u_s]].astype(np.float64)
             scores[:, c_s] += vmat[:, u_s] * (same_node_score - linear)
         for r, i in enumerate(rows):
-            out[i] = scores[r, col_of[uniq_pos]][inverse]
+            out[i] = scores[r][inverse]
     out[:, ~known] = 0.0
     return out
 

@@ -32,6 +32,8 @@ class Command(BaseCommand):
                             help="write a prometheus.yml scraping every emulated node, then serve")
         parser.add_argument("--scrape-interval", default="5s", help="scrape interval for the written config")
         parser.add_argument("--check", action="store_true", help="validate the scenario and exit")
+        parser.add_argument("--config-only", action="store_true",
+                            help="only write --write-prometheus-config (for --host:--port) and exit, do not serve")
 
     def handle(self, *args: Any, **options: Any) -> None:
         path = Path(options["scenario"])
@@ -52,6 +54,14 @@ class Command(BaseCommand):
         if options["check"]:
             self.stdout.write(f"scenario {scenario.name!r}: {len(scenario.nodes)} nodes, OK")
             return
+        if options["config_only"]:
+            if not options["write_prometheus_config"]:
+                raise CommandError("--config-only: needs --write-prometheus-config FILE")
+            if options["port"] == 0:
+                raise CommandError("--port: --config-only needs a fixed port, not 0")
+            self._write_config(Emulator(scenario, seed=options["seed"]), f"{options['host']}:{options['port']}",
+                               options)
+            return
         emulator = Emulator(scenario, seed=options["seed"], ping_rate_hz=options["ping_rate"],
                             bandwidth_interval_s=options["bandwidth_interval"])
         try:
@@ -60,9 +70,7 @@ class Command(BaseCommand):
             raise CommandError(f"--port: cannot listen on {options['host']}:{options['port']}: {exc}") from None
         address = f"{options['host']}:{server.port}"
         if options["write_prometheus_config"]:
-            config = emulator.prometheus_config(address, scrape_interval=options["scrape_interval"])
-            Path(options["write_prometheus_config"]).write_text(yaml.safe_dump(config, sort_keys=False))
-            self.stdout.write(f"wrote {options['write_prometheus_config']}")
+            self._write_config(emulator, address, options)
         self.stdout.write(f"emulating {scenario.name!r} ({len(scenario.nodes)} nodes) at {server.url}"
                           f"/nodes/<node>/metrics", ending="\n")
         self.stdout.flush()
@@ -73,3 +81,12 @@ class Command(BaseCommand):
             stop.wait()
         finally:
             server.stop()
+
+    def _write_config(self, emulator: Emulator, address: str, options: dict[str, Any]) -> None:
+        config = emulator.prometheus_config(address, scrape_interval=options["scrape_interval"])
+        path = Path(options["write_prometheus_config"])
+        try:
+            path.write_text(yaml.safe_dump(config, sort_keys=False))
+        except OSError as exc:
+            raise CommandError(f"--write-prometheus-config: cannot write {str(path)!r}: {exc.strerror}") from None
+        self.stdout.write(f"wrote {path}")

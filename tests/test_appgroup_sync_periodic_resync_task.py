@@ -1,0 +1,86 @@
+"""The periodic resync is seeded as a django-celery-beat schedule, runs in a real Celery worker and
+converges both sides; the management command runs one pass and reports an incomplete one."""
+
+from __future__ import annotations
+
+import json
+import time
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django_celery_beat.models import PeriodicTask
+
+from apps.appgroups import resources, services, tasks
+from apps.appgroups.choices import Origin
+from apps.appgroups.models import AppGroup
+from netaware_site import kube
+
+G, V, P = "netaware.io", "v1alpha1", "appgroups"
+
+
+def _doc(name: str, namespace: str = "shop") -> dict:
+    return {
+        "apiVersion": f"{G}/{V}",
+        "kind": "AppGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "workloads": [
+                {
+                    "name": "web",
+                    "selector": {"matchLabels": {"app": "web"}},
+                    "dependencies": [
+                        {"name": "db", "metrics": {"latency": 1, "bandwidth": 1, "lossrate": 0}}
+                    ],
+                },
+                {"name": "db", "selector": {"matchLabels": {"app": "db"}}},
+            ]
+        },
+    }
+
+
+@pytest.mark.django_db
+def test_resync_and_publish_schedules_are_seeded():
+    resync = PeriodicTask.objects.get(task="apps.appgroups.tasks.resync_cluster")
+    publish = PeriodicTask.objects.get(task="apps.appgroups.tasks.publish_network_topology")
+    assert resync.enabled and resync.interval.every == 60 and resync.interval.period == "seconds"
+    assert publish.enabled and publish.interval.every == 60
+
+
+def test_resync_task_in_a_real_worker_converges_both_sides(fake_kube, celery_worker_thread):
+    kube.custom_objects().create_namespaced_custom_object(G, V, "shop", P, _doc("from-kubectl"))
+    services.import_resource(document=_doc("from-netaware", "default"), origin=Origin.NETAWARE)
+
+    tasks.resync_cluster.delay()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if AppGroup.objects.filter(name="from-kubectl").exists() and fake_kube.get(
+            G, V, P, "from-netaware", "default"
+        ):
+            break
+        time.sleep(0.1)
+    assert AppGroup.objects.get(name="from-kubectl").origin == Origin.CLUSTER
+    cr = fake_kube.get(G, V, P, "from-netaware", "default")
+    assert cr is not None and cr["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "netaware"
+    assert (
+        cr["spec"]
+        == resources.resource_from_spec(resources.spec_from_resource(_doc("from-netaware", "default")))[
+            "spec"
+        ]
+    )
+
+
+@pytest.mark.django_db
+def test_sync_command_once_reports_the_pass_and_fails_when_incomplete(fake_kube):
+    kube.custom_objects().create_namespaced_custom_object(G, V, "shop", P, _doc("store"))
+    out = StringIO()
+    call_command("sync_appgroups", "--once", stdout=out)
+    assert json.loads(out.getvalue())["imported"] == ["shop/store"]
+
+    fake_kube.down()
+    with pytest.raises(CommandError, match="sync pass incomplete"):
+        call_command("sync_appgroups", "--once", stdout=StringIO())
+    assert AppGroup.objects.filter(name="store").exists()
+
+    with pytest.raises(CommandError, match="--resync"):
+        call_command("sync_appgroups", "--resync", "0")
