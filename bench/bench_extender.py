@@ -208,6 +208,21 @@ def seed(*, n_regions: int, zones_per_region: int, nodes_per_zone: int, placed: 
     return names
 
 
+def reuse_seed(args: argparse.Namespace) -> list[str] | None:
+    import django
+
+    django.setup()
+    from apps.appgroups.models import Placement
+    from apps.scheduler.models import Decision
+    from apps.topology.models import Node, TopologySnapshot
+
+    expected = args.regions * args.zones * args.nodes_per_zone
+    if Node.objects.count() != expected or not TopologySnapshot.objects.exists() or Placement.objects.count() != 200:
+        return None
+    Decision.objects.all().delete()
+    return list(Node.objects.order_by("name").values_list("name", flat=True))
+
+
 # --- server -----------------------------------------------------------------------------------
 
 
@@ -351,13 +366,16 @@ def main() -> None:
     parser.add_argument("--regions", type=int, default=5)
     parser.add_argument("--zones", type=int, default=10, help="zones per region")
     parser.add_argument("--nodes-per-zone", type=int, default=100)
+    parser.add_argument("--reuse", action="store_true", help="keep the seeded data of a previous run")
     args = parser.parse_args()
     samples = 200 if args.quick else 1000
 
     ensure_database()
     t0 = time.monotonic()
-    names = seed(n_regions=args.regions, zones_per_region=args.zones, nodes_per_zone=args.nodes_per_zone,
-                 placed=200, rng_seed=7)
+    names = reuse_seed(args) if args.reuse else None
+    if names is None:
+        names = seed(n_regions=args.regions, zones_per_region=args.zones, nodes_per_zone=args.nodes_per_zone,
+                     placed=200, rng_seed=7)
     seed_s = time.monotonic() - t0
     import redis as redis_lib
 

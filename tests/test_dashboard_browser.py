@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.dashboard_seed import place, seed_boutique, seed_topology
+from tests.support.dashboard_seed import (
+    place,
+    seed_boutique,
+    seed_measured_topology_with_stale_pair,
+    seed_topology,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -94,8 +99,10 @@ def test_topology_page_draws_heatmap_and_shows_stale(page):
     assert page.locator("#topology-banner .banner").count() == 0
     zone_rows = page.locator("#zone-table tbody tr")
     assert zone_rows.count() == 7  # 3 zones; B->B and FAR->FAR have no node pair
-    a_far = zone_rows.filter(has_text="FAR").first.inner_text()
-    assert a_far.startswith("A\tFAR\t2")
+    cells = page.evaluate("() => [...document.querySelectorAll('#zone-table tbody tr')]"
+                          ".map(tr => [...tr.cells].map(td => td.textContent))")
+    a_far = next(r for r in cells if r[:2] == ["A", "FAR"])
+    assert a_far[2] == "2" and a_far[6] == "1"  # a2 -> f1 inferred
     placed = page.locator("#node-table tbody tr", has_text="a1").inner_text()
     assert placed.rstrip().endswith("1")
     page.click("#metric-tabs button[data-metric=bandwidth]")
@@ -114,6 +121,23 @@ def test_topology_page_draws_heatmap_and_shows_stale(page):
     assert "STALE TOPOLOGY" in banner.inner_text() and "Prometheus unreachable" in banner.inner_text()
     assert page.locator("[data-card='State'] .value").inner_text() == "STALE"
     shot(page, "topology-stale")
+    assert page.problems == []
+
+
+def test_topology_page_marks_stale_pairs(page):
+    seed_measured_topology_with_stale_pair()
+    page.goto(page.base + "/")
+    page.wait_for_selector("#heatmap .main-svg")
+    traces = {t["name"]: t for t in plot_data(page, "heatmap")[1:]}
+    assert list(zip(traces["stale"]["y"], traces["stale"]["x"], strict=True)) == [("a1 (A)", "b1 (B)")]
+    assert ("a1 (A)", "b1 (B)") in set(zip(traces["inferred"]["y"], traces["inferred"]["x"], strict=True))
+    warn = page.locator("#topology-banner .banner.warn")
+    assert "1 node pair(s) have stale measurements" in warn.inner_text()
+    rows = page.evaluate("() => [...document.querySelectorAll('#zone-table tbody tr')]"
+                         ".map(tr => [...tr.cells].map(td => td.textContent))")
+    row = next(r for r in rows if r[:2] == ["A", "B"])
+    assert row[2] == "2" and row[7] == "1"  # one of the two A->B pairs is stale
+    shot(page, "topology-stale-pair")
     assert page.problems == []
 
 

@@ -129,6 +129,7 @@ def test_small_graph_labels_edges_with_sensitivities_and_limits():
     figure = graph_figure(spec, ["web", "db"])
     text, dots, nodes = figure["data"]
     assert text["visible"] is True and text["text"] == ["L0.5 B0.25 X0.25<br>maxCost 30, minBW 100M"]
+    assert dots["text"] == ["web → db<br>" + text["text"][0]]
     assert nodes["x"] == [0.0, 1.0]  # the caller left of its dependency
     ann = figure["layout"]["annotations"][0]
     assert (ann["ax"], ann["x"]) == (0.0, 1.0)

@@ -323,3 +323,30 @@ def test_crd_schema_is_enforced_with_a_field_error(fake_kube):
     body = kube.status_body(caught.value)
     assert caught.value.status == 422 and body["reason"] == "Invalid"
     assert body["details"]["causes"][0]["field"] == "spec.size"
+
+
+def test_core_watches_deliver_typed_pods_and_nodes(fake_kube):
+    core = kube.core_v1()
+    fake_kube.add_node("n1", zone="A")
+    fake_kube.add_pod("shop", "web-1", labels={"app": "web"})
+    listed = core.list_pod_for_all_namespaces()
+    rv = listed.metadata.resource_version
+
+    def later():
+        time.sleep(0.2)
+        kube.bind_pod(namespace="shop", pod="web-1", node="n1")
+        fake_kube.remove("", "v1", "pods", "web-1", "shop")
+
+    thread = threading.Thread(target=later)
+    thread.start()
+    events = []
+    w = watch.Watch()
+    for event in w.stream(core.list_pod_for_all_namespaces, resource_version=rv, timeout_seconds=3):
+        events.append((event["type"], event["object"].metadata.name, event["object"].spec.node_name))
+        if len(events) == 2:
+            w.stop()
+    thread.join()
+    assert events == [("MODIFIED", "web-1", "n1"), ("DELETED", "web-1", "n1")]
+
+    nodes = [e["object"] for e in watch.Watch().stream(core.list_node, timeout_seconds=1)]
+    assert [n.metadata.name for n in nodes] == ["n1"] and nodes[0].status.allocatable["cpu"] == "4"

@@ -130,3 +130,36 @@ def test_publish_to_the_api_server_is_schema_valid_idempotent_and_prunes_old_par
 def test_publish_without_a_snapshot_does_nothing(fake_kube):
     report = publish.publish(namespace="netaware-system")
     assert report.skipped and fake_kube.count("PATCH") == 0
+
+
+@pytest.mark.django_db
+def test_publish_task_publishes_the_current_snapshot(fake_kube, settings):
+    from apps.appgroups import tasks
+    from apps.topology import services
+
+    document = {
+        "zones": [
+            {"name": "A", "region": "testbed", "nodes": ["a1", "a2"]},
+            {"name": "B", "region": "testbed", "nodes": ["b1"]},
+        ],
+        "regions": [{"name": "testbed", "zones": ["A", "B"]}],
+        "latency": {"a1": {"a2": 0.5, "b1": 4.0}, "a2": {"a1": 0.5, "b1": 4.2}, "b1": {"a1": 4.1, "a2": 4.3}},
+        "bandwidth": {
+            "a1": {"a2": 900, "b1": 200},
+            "a2": {"a1": 900, "b1": 210},
+            "b1": {"a1": 190, "a2": 205},
+        },
+        "lossrate": {"a1": {"a2": 0, "b1": 0.5}, "a2": {"a1": 0, "b1": 0.4}, "b1": {"a1": 0.6, "a2": 0.5}},
+    }
+    snapshot = services.import_topology(document=document)
+    summary = tasks.publish_network_topology()
+    assert summary["version"] == snapshot.version and "netaware" in summary["applied"]
+    namespace = settings.NETAWARE["KUBE_NAMESPACE"]
+    published = fake_kube.get(G, V, P, "netaware", namespace)
+    assert published["spec"]["granularity"] == "Node"
+    assert published["spec"]["latency"]["a1"]["b1"] == 4.0
+    assert published["spec"]["bandwidth"]["b1"]["a2"] == 205
+    assert {n["name"]: n["zone"] for n in published["spec"]["nodes"]} == {"a1": "A", "a2": "A", "b1": "B"}
+    assert published["status"]["nodeCount"] == 3
+    assert published["metadata"]["annotations"][publish.VERSION_ANNOTATION] == str(snapshot.version)
+    assert tasks.publish_network_topology().get("unchanged") is True

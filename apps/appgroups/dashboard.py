@@ -15,7 +15,6 @@ from typing import Any
 from .graph import AppGroupSpec
 from .models import AppGroup, Placement
 
-
 MAX_EDGE_TEXT = 12
 
 

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.core.cache import cache
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from django.utils import timezone
 from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
@@ -405,7 +405,8 @@ def _reconcile_once(key: Key, cr: dict[str, Any] | None, report: SyncReport, dik
             )
         )
         report.updated.append(_label(key))
-        _mark_synced(appgroup, rv=cr["metadata"]["resourceVersion"])
+        # A new netaware edit settles an old conflict record.
+        _mark_synced(appgroup, rv=cr["metadata"]["resourceVersion"], error="")
         _write_status(appgroup, cr, report)
         return
 
@@ -606,7 +607,18 @@ def watch(
     Resumes from the last seen resourceVersion; a 410 Gone (history compacted) or any error
     re-lists through a full pass (after backoff when the API server is unreachable).
     """
-    stop = stop or threading.Event()
+    try:
+        _watch_loop(stop or threading.Event(), watch_timeout, resync_seconds, on_pass)
+    finally:
+        connection.close()  # the watcher usually runs in its own thread: leave no session behind
+
+
+def _watch_loop(
+    stop: threading.Event,
+    watch_timeout: int,
+    resync_seconds: float,
+    on_pass: Callable[[SyncReport], None] | None,
+) -> None:
     failures = 0
     rv = ""
     last_pass = 0.0

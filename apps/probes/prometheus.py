@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ReadTimeoutError
 from urllib3.util.retry import Retry
 
 logger = logging.getLogger(__name__)
@@ -53,6 +54,14 @@ def windows_between(after: int, until: int, width: int) -> Iterator[Window]:
         end += width
 
 
+def _timed_out(exc: requests.RequestException) -> bool:
+    """With retries off, urllib3 wraps a timeout in MaxRetryError, which requests reports as a ConnectionError."""
+    if isinstance(exc, requests.Timeout):
+        return True
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(reason, (ReadTimeoutError, ConnectTimeoutError)) and not isinstance(reason, NewConnectionError)
+
+
 class PrometheusClient:
     def __init__(self, url: str, *, timeout: float) -> None:
         self.url = url
@@ -73,9 +82,9 @@ class PrometheusClient:
     def _call(self, func, *args, **kwargs) -> list[dict]:  # type: ignore[no-untyped-def]
         try:
             return func(*args, timeout=self.timeout, **kwargs)
-        except requests.Timeout as exc:
-            raise PrometheusUnavailable(f"prometheus at {self.url} timed out after {self.timeout}s") from exc
         except requests.RequestException as exc:
+            if _timed_out(exc):
+                raise PrometheusUnavailable(f"prometheus at {self.url} timed out after {self.timeout}s") from exc
             raise PrometheusUnavailable(f"prometheus at {self.url} unreachable: {exc}") from exc
         except PrometheusApiClientException as exc:
             message = str(exc)

@@ -27,7 +27,7 @@ import numpy as np
 import redis
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Max, Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage
@@ -136,24 +136,54 @@ def build_cluster_state(*, now: datetime | None = None) -> ClusterState:
     )
 
 
-def _fingerprint() -> tuple:
-    """Cheap summary of every table the state is built from; changes when any of them changes."""
+# Which tables each part of the state is built from. A part is rebuilt only when the stamps of
+# its tables change, so a bind (a Placement row) does not re-read 5,000 Node rows.
+def _part_models() -> dict[str, tuple[Any, ...]]:
     from apps.appgroups.models import AppGroup, Dependency, Placement, Workload
     from apps.topology.models import Node
 
-    parts: list[Any] = []
-    for model in (Node, AppGroup, Workload, Dependency, Placement, ObservedPod, SchedulerProfile):
-        stamp = next(
-            (f.name for f in model._meta.concrete_fields if getattr(f, "auto_now", False)), None
-        )
-        aggregates: dict[str, Any] = {"n": Count("pk"), "top": Max("pk")}
-        if stamp:
-            aggregates["ts"] = Max(stamp)
-        parts.append(tuple(model.objects.aggregate(**aggregates).values()))
-    from apps.topology.models import TopologySnapshot
+    return {
+        "nodes": (Node, ObservedPod),
+        "graph": (AppGroup, Workload, Dependency, Placement),
+        "profiles": (SchedulerProfile,),
+    }
 
-    parts.append(TopologySnapshot.objects.order_by("-version").values_list("version", "stale", "stale_reason").first())
-    return tuple(parts)
+
+_stamp_sql: str | None = None
+
+
+def _stamps_sql() -> str:
+    global _stamp_sql
+    if _stamp_sql is None:
+        from apps.topology.models import TopologySnapshot
+
+        selects = []
+        for models in _part_models().values():
+            for model in models:
+                table = connection.ops.quote_name(model._meta.db_table)
+                pk = connection.ops.quote_name(model._meta.pk.column)
+                stamp = next((f.column for f in model._meta.concrete_fields if getattr(f, "auto_now", False)), None)
+                ts = f"max({connection.ops.quote_name(stamp)})::text" if stamp else "NULL"
+                selects.append(f"(SELECT count(*)::text || '/' || coalesce(max({pk}), 0)::text || '/' || "
+                               f"coalesce({ts}, '') FROM {table})")
+        snap = connection.ops.quote_name(TopologySnapshot._meta.db_table)
+        selects.append(f"(SELECT id::text || '/' || version::text || '/' || stale::text || '/' || stale_reason FROM {snap} "
+                       "ORDER BY version DESC LIMIT 1)")
+        _stamp_sql = "SELECT " + ", ".join(selects)
+    return _stamp_sql
+
+
+def state_stamps() -> dict[str, tuple[Any, ...]]:
+    """Per part, a cheap summary (count, max id, newest update) of its tables: one round trip."""
+    with connection.cursor() as cursor:
+        cursor.execute(_stamps_sql())
+        row = list(cursor.fetchone())
+    out: dict[str, tuple[Any, ...]] = {}
+    for part, models in _part_models().items():
+        out[part] = tuple(row[: len(models)])
+        del row[: len(models)]
+    out["topology"] = (row[0],)
+    return out
 
 
 @dataclass(frozen=True)
@@ -176,22 +206,31 @@ class Snapshot:
 
 
 class _StateCache:
-    """Per-process cache of the ClusterState and the compiled profiles."""
+    """Per-process cache of the ClusterState and the compiled profiles, rebuilt part by part."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.snapshot: Snapshot | None = None
         self.redis_version: Any = None
-        self.fingerprint: Any = None
-        self.fingerprint_checked = 0.0
+        self.stamps: dict[str, tuple[Any, ...]] = {}
+        self.stamps_checked = 0.0
+        self.timed_at = 0.0  # when usage and recent bindings were last read
         self.failed_until = 0.0
         self.failure = ""
 
     def invalidate(self) -> None:
+        """Re-check every part on the next request (rebuilding only what changed)."""
+        with self.lock:
+            self.stamps_checked = 0.0
+            self.timed_at = 0.0
+            self.failed_until = 0.0
+
+    def reset(self) -> None:
         with self.lock:
             self.snapshot = None
-            self.fingerprint = None
-            self.fingerprint_checked = 0.0
+            self.stamps = {}
+            self.stamps_checked = 0.0
+            self.timed_at = 0.0
             self.failed_until = 0.0
 
     def get(self) -> Snapshot:
@@ -205,6 +244,7 @@ class _StateCache:
                 self.failure = _describe_failure(exc)
                 self.failed_until = now + float(conf("STATE_RETRY_AFTER_SECONDS", 1.0))
                 self.snapshot = None
+                self.stamps = {}
                 log.warning("scheduler state unavailable: %s", self.failure)
                 if self.failure.startswith("database"):
                     with contextlib.suppress(Exception):
@@ -217,25 +257,58 @@ class _StateCache:
         except redis.RedisError as exc:
             raise StateUnavailable(f"redis unavailable: {type(exc).__name__}: {exc}") from exc
         snap = self.snapshot
-        stale = (
-            snap is None
-            or version != self.redis_version
-            or now - snap.built_at > float(conf("STATE_MAX_AGE_SECONDS", 30.0))
-        )
-        if not stale and now - self.fingerprint_checked >= float(conf("STATE_DB_CHECK_SECONDS", 1.0)):
-            fp = _db(_fingerprint)
-            self.fingerprint_checked = now
-            stale = fp != self.fingerprint
-        if not stale and snap is not None:
+        bumped = version != self.redis_version
+        timed_due = now - self.timed_at >= float(conf("STATE_MAX_AGE_SECONDS", 15.0))
+        check_due = now - self.stamps_checked >= float(conf("STATE_DB_CHECK_SECONDS", 1.0))
+        if snap is not None and snap.state is not None and not (bumped or timed_due or check_due):
             return snap
-        fp = _db(_fingerprint)
-        state = _db(build_cluster_state)
-        profiles, default = _db(compiled_profiles)
-        self.snapshot = Snapshot(state=state, profiles=profiles, default_profile=default, built_at=now, version=version)
+        stamps = _db(state_stamps)
+        self.stamps_checked = now
+        changed = {part for part, stamp in stamps.items() if self.stamps.get(part) != stamp}
+        if snap is None or snap.state is None:
+            changed = set(stamps)
+        if not changed and not bumped and not timed_due and snap is not None:
+            return snap
+        self.snapshot = _db(lambda: self._rebuild(snap, changed, refresh_timed=bool(changed) or bumped or timed_due))
+        if changed or bumped or timed_due:
+            self.timed_at = now
+        self.snapshot.built_at = now
+        self.snapshot.version = version
         self.redis_version = version
-        self.fingerprint = fp
-        self.fingerprint_checked = now
+        self.stamps = stamps
         return self.snapshot
+
+    def _rebuild(self, snap: Snapshot | None, changed: set[str], *, refresh_timed: bool) -> Snapshot:
+        from apps.appgroups.selectors import all_appgroup_specs, placements_by_workload
+        from apps.probes.selectors import node_usage
+        from apps.topology.selectors import current_topology
+
+        old = snap.state if snap is not None else None
+        wall = timezone.now()
+        topology = old.topology if old is not None and "topology" not in changed else None
+        if topology is None:
+            topology = current_topology() or empty_topology()
+            if (old is None or topology is not old.topology) and not connection.in_atomic_block:
+                # libpq keeps its input buffer as large as the biggest result it has read (the
+                # topology payload: hundreds of MB at 5,000 nodes); a fresh connection frees it.
+                connection.close()
+        if old is not None and "graph" not in changed:
+            appgroups, placements = old.appgroups, old.placements
+        else:
+            appgroups = tuple(all_appgroup_specs())
+            placements = {k: tuple(v) for k, v in placements_by_workload().items()}
+        nodes = old.nodes if old is not None and "nodes" not in changed else node_resources()
+        if old is not None and not refresh_timed:
+            usage, bindings = old.usage, old.recent_bindings
+        else:
+            usage, bindings = node_usage(now=wall), recent_bindings(now=wall)
+        if snap is not None and snap.state is not None and "profiles" not in changed:
+            profiles, default = snap.profiles, snap.default_profile
+        else:
+            profiles, default = compiled_profiles()
+        state = ClusterState(topology=topology, appgroups=appgroups, placements=placements, nodes=nodes,
+                             usage=usage, recent_bindings=bindings)
+        return Snapshot(state=state, profiles=profiles, default_profile=default)
 
 
 class StateUnavailable(RuntimeError):
@@ -266,8 +339,13 @@ def snapshot() -> Snapshot:
 
 
 def invalidate_state() -> None:
-    """Forget this process's snapshot (tests, or after a local write)."""
+    """After a local write: the next request re-checks the stamps and rebuilds what changed."""
     _cache.invalidate()
+
+
+def reset_state() -> None:
+    """Forget this process's snapshot entirely (tests switching databases or fixtures)."""
+    _cache.reset()
 
 
 # --- profiles --------------------------------------------------------------------------------

@@ -59,3 +59,31 @@ def place(workload: str, node: str, *, pod: str | None = None):
         pod_namespace="default", pod_name=pod or f"{workload}-0", pod_uid="", node_name=node,
         labels={"app": workload}, source="extender",
     )
+
+
+def seed_measured_topology_with_stale_pair():
+    """A measured snapshot (through the real derivation) where a1 -> b1 was last measured an hour
+    ago: that pair is stale (dropped, then inferred from the zone median)."""
+    import time
+
+    import numpy as np
+
+    from apps.topology import services
+    from apps.topology.topomath import NodeMeta, PairArrays, derive_topology
+
+    metas = [NodeMeta("a1", "A", "lab"), NodeMeta("a2", "A", "lab"), NodeMeta("b1", "B", "lab"),
+             NodeMeta("f1", "FAR", "lab")]
+    now = time.time()
+    src, dst, val, ts = [], [], [], []
+    for s, row in LATENCY.items():
+        for d, v in row.items():
+            src.append(s)
+            dst.append(d)
+            val.append(v)
+            ts.append(now - 3600 if (s, d) == ("a1", "b1") else now - 10)
+    pairs = PairArrays.from_series(nodes=[m.name for m in metas],
+                                   latency=(src, dst, np.asarray(val, dtype=float), np.asarray(ts, dtype=float)))
+    topology = derive_topology(nodes=metas, pairs=pairs, now=now, stale_after_s=600)
+    for meta in metas:
+        services.upsert_node(name=meta.name, zone=meta.zone, region=meta.region, source="metrics")
+    return services.store_topology(topology=topology, source="measured")

@@ -328,4 +328,4 @@ def use_extender_test_settings(settings: Any, **overrides: Any) -> None:
     }
     from apps.scheduler import selectors
 
-    selectors.invalidate_state()
+    selectors.reset_state()

@@ -408,16 +408,26 @@ def pair_scores(topology: Topology, positions: np.ndarray, targets: np.ndarray, 
     cache = topology_cache(topology)
     known = positions >= 0
     safe = np.where(known, positions, 0)
-    block = np.stack([cache.vector(int(t), False)[:, safe] for t in targets], axis=2)  # (3, C, T)
+    order = np.argsort(targets, kind="stable")
+    union = targets[order]
+    if np.any(union[1:] == union[:-1]):
+        raise ValueError("targets must be distinct")
+    stack = cache.stacked(union, False)
     m = _weights(sensitivity)
-    nan = np.isnan(block)
-    values = np.where(nan, 0.0, block).astype(np.float64)
-    present = (~nan).astype(np.float64)
-    num = np.einsum("m,mct->ct", m, values)
-    den = np.einsum("m,mct->ct", m, present)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pair = np.where(den > 0, num / den, NO_INFORMATION_PAIR_SCORE)
-    pair = np.where(present.max(axis=0) > 0, pair, UNREACHABLE_NODE_SCORE)
-    pair = np.where(safe[:, None] == targets[None, :], same_node_score, pair)
-    pair[~known] = 0.0
-    return pair
+    pair = np.einsum("m,mtc->tc", m.astype(np.float32), stack.zeros[:, :, safe]).astype(np.float64)  # (U, C)
+    if stack.nan_u.size:
+        col_of = np.full(cache.n, -1, dtype=np.int64)
+        col_of[safe] = np.arange(safe.size)  # duplicates: the last wins, fixed below
+        c_idx = col_of[stack.nan_col]
+        keep = c_idx >= 0
+        if keep.any():
+            u_k, c_k = stack.nan_u[keep], c_idx[keep]
+            pair[u_k, c_k] = _exact_pairs(m[None, :], stack.nan_vals[:, keep])[0]
+            if np.unique(safe).size != safe.size:  # rare: repeated candidates share the exact values
+                uniq, first = np.unique(safe, return_index=True)
+                pair = pair[:, first[np.searchsorted(uniq, safe)]]
+    pair = np.where(union[:, None] == safe[None, :], same_node_score, pair)
+    result = np.empty_like(out)
+    result[:, order] = pair.T
+    result[~known] = 0.0
+    return result

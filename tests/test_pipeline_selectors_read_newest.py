@@ -1,0 +1,69 @@
+"""latest_pair_values returns the newest sample per pair since T; node_usage aggregates the load windows."""
+
+from __future__ import annotations
+
+import statistics
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from apps.probes.models import NodeSample, PairSample
+from apps.probes.selectors import latest_pair_values, node_usage
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def test_latest_pair_values_newest_per_pair_since():
+    rows = [
+        # (seconds before NOW, series, source, target, value)
+        (120, "rtt_p90", "a", "b", 0.001),
+        (60, "rtt_p90", "a", "b", 0.002),  # newest a->b
+        (600, "rtt_p90", "b", "a", 0.009),  # too old for since=NOW-300s
+        (30, "rtt_p90", "b", "c", 0.003),
+        (10, "rtt_p50", "a", "b", 0.0005),  # other series
+        (10, "loss_ratio", "c", "a", 0.25),
+    ]
+    PairSample.objects.bulk_create([
+        PairSample(ts=NOW - timedelta(seconds=ago), series=s, source=a, target=b, value=v) for ago, s, a, b, v in rows
+    ])
+    got = latest_pair_values(series=["rtt_p90", "loss_ratio", "bandwidth_bps"], since=NOW - timedelta(seconds=300))
+    sources, targets, values, stamps = got["rtt_p90"]
+    assert (sources, targets) == (["a", "b"], ["b", "c"])
+    assert values.dtype == np.float64 and values.tolist() == [0.002, 0.003]
+    assert stamps.tolist() == [(NOW - timedelta(seconds=60)).timestamp(), (NOW - timedelta(seconds=30)).timestamp()]
+    assert got["loss_ratio"][:2] == (["c"], ["a"]) and got["loss_ratio"][2].tolist() == [0.25]
+    empty = got["bandwidth_bps"]
+    assert empty[0] == [] and empty[2].shape == (0,) and empty[3].shape == (0,)
+    with pytest.raises(ValueError, match="series: unknown"):
+        latest_pair_values(series=["rtt_p95"], since=NOW)
+
+
+def test_node_usage_windows_and_staleness(settings):
+    settings.NETAWARE = {**settings.NETAWARE, "STALE_AFTER_SECONDS": 600}
+    cpu = {5: 0.8, 10: 0.6, 30: 0.4, 120: 0.2, 600: 0.1}  # minutes ago -> value
+    rows = [NodeSample(ts=NOW - timedelta(minutes=m), series="cpu_utilization", node="fresh", value=v)
+            for m, v in cpu.items()]
+    rows += [NodeSample(ts=NOW - timedelta(minutes=m), series="memory_utilization", node="fresh", value=0.5)
+             for m in (5, 20)]
+    rows += [NodeSample(ts=NOW - timedelta(minutes=m), series="net_used_bps", node="fresh", value=v)
+             for m, v in ((5, 1e6), (40, 3e6))]
+    rows += [NodeSample(ts=NOW - timedelta(minutes=30), series="cpu_utilization", node="quiet", value=0.3)]
+    rows += [NodeSample(ts=NOW + timedelta(minutes=5), series="cpu_utilization", node="fresh", value=1.0)]  # future
+    NodeSample.objects.bulk_create(rows)
+
+    usage = node_usage(now=NOW)
+    fresh = usage["fresh"]
+    assert fresh.cpu_15m == pytest.approx(0.7)
+    assert fresh.cpu_1h == pytest.approx(0.6)
+    assert fresh.cpu_1d == pytest.approx(statistics.mean(cpu.values()))
+    assert fresh.cpu_stddev_1h == pytest.approx(statistics.stdev([0.8, 0.6, 0.4]))
+    assert (fresh.mem_15m, fresh.mem_1h, fresh.mem_stddev_1h) == (0.5, 0.5, 0.0)
+    assert fresh.net_used_bps_mean == pytest.approx(2e6)
+    assert fresh.net_used_bps_stddev == pytest.approx(statistics.stdev([1e6, 3e6]))
+    assert fresh.net_capacity_bps is None and not fresh.stale
+    quiet = usage["quiet"]
+    assert quiet.stale and quiet.cpu_15m is None and quiet.cpu_1h == 0.3 and quiet.cpu_stddev_1h is None
+    assert quiet.mem_1h is None
