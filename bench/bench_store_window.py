@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "netaware_site.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -34,6 +34,7 @@ from django.db import connection  # noqa: E402
 
 from apps.probes.models import PairSample, PullWatermark  # noqa: E402
 from apps.probes.queries import PairQuery  # noqa: E402
+from apps.probes.selectors import latest_pair_values  # noqa: E402
 from apps.probes.services import _group_pair_matrix, store_window  # noqa: E402
 
 BASE = int(datetime(2100, 1, 1, tzinfo=UTC).timestamp())
@@ -96,6 +97,15 @@ def main() -> None:
             rerun.append(seconds)
         total_rows = PairSample.objects.filter(ts__gte=datetime.fromtimestamp(BASE, tz=UTC)).count()
 
+        # The topology's read: newest value per pair for three series over the last 10 windows.
+        reads = []
+        for _ in range(5):
+            start = time.perf_counter()
+            latest = latest_pair_values(series=["rtt_p90", "bandwidth_bps", "loss_ratio"],
+                                        since=datetime.fromtimestamp(ts - 10 * WIDTH, tz=UTC))
+            reads.append(time.perf_counter() - start)
+            assert all(len(v[0]) == n_pairs for v in latest.values())
+
         # Parsing a Prometheus matrix of one window into arrays (the step before storing).
         names = [f"node-{i:04d}" for i in range(args.nodes)]
         matrix = [{"metric": {"source": a, "target": b}, "values": [[ts, "0.0123"]]}
@@ -124,6 +134,8 @@ def main() -> None:
           f"(min {min(rerun):.3f}, max {max(rerun):.3f}) | |")
     print(f"| re-run / fresh | {median_rerun / median_fresh:.2f} | |")
     print(f"| parse one series' Prometheus matrix ({n_pairs:,} results) | {parse_one:.3f} s | |")
+    print(f"| latest_pair_values, 3 series x {n_pairs:,} pairs over 10 windows, median of 5 | "
+          f"{statistics.median(reads):.3f} s | |")
 
 
 if __name__ == "__main__":

@@ -84,3 +84,15 @@ def test_sync_command_once_reports_the_pass_and_fails_when_incomplete(fake_kube)
 
     with pytest.raises(CommandError, match="--resync"):
         call_command("sync_appgroups", "--resync", "0")
+
+
+@pytest.mark.django_db
+def test_without_any_kubernetes_api_the_command_says_so(settings, monkeypatch, tmp_path):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    settings.NETAWARE = {**settings.NETAWARE, "KUBE_API_URL": ""}
+    kube.reset_clients()
+    with pytest.raises(CommandError, match="no Kubernetes API configured"):
+        call_command("sync_appgroups", "--once", stdout=StringIO())
+    assert "skipped" in tasks.resync_cluster()
+    kube.reset_clients()

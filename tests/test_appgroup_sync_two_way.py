@@ -262,6 +262,15 @@ def test_api_server_down_retries_and_converges_without_losing_anything(fake_kube
     assert set(AppGroup.objects.values_list("name", flat=True)) == {"store", "online-boutique"}
 
 
+def test_slow_api_server_times_out_and_is_retried(fake_kube, monkeypatch):
+    monkeypatch.setattr(kube, "REQUEST_TIMEOUT", (1.0, 0.3))  # a short read timeout keeps the test quick
+    kube.custom_objects().create_namespaced_custom_object(G, V, "shop", P, _small("store"))
+    fake_kube.slow(1.0, method="GET", path=r"^/apis/netaware\.io/v1alpha1/appgroups$", times=2)
+    report = sync.sync_once()
+    assert report.ok and report.imported == ["shop/store"]
+    assert fake_kube.count("GET", r"^/apis/netaware\.io/v1alpha1/appgroups$") == 3  # two timed out
+
+
 def test_failed_write_is_left_pending_and_reapplied_on_the_next_pass(fake_kube):
     services.import_resource(document=_boutique_doc(), origin=Origin.NETAWARE)
     fake_kube.fail(500, method="POST", path=r"/appgroups$", times=10)

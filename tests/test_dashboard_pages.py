@@ -211,6 +211,19 @@ def test_structured_edit_bad_input_is_shown_next_to_the_field_and_not_saved(clie
     assert snapshot_of(boutique) == before
 
 
+def test_structured_edit_refuses_a_form_opened_before_the_graph_changed(client, boutique):
+    data = form_data(client.get(f"/appgroups/{boutique.pk}/edit").context["form"])
+    doc = boutique_document()
+    doc["spec"]["workloads"].insert(0, {"name": "gateway", "selector": "app=gateway", "weight": 0.5})
+    services.import_resource(document=doc)  # e.g. the cluster sync: positions shift by one
+    before = snapshot_of(boutique)
+    data["w0_weight"] = "0.05"  # meant for frontend, now the position of gateway
+    response = client.post(f"/appgroups/{boutique.pk}/edit", data)
+    assert response.status_code == 400
+    assert "changed since the form was opened" in " ".join(response.context["form"].non_field_errors())
+    assert snapshot_of(boutique) == before
+
+
 def test_structured_edit_all_zero_sensitivities_rejected(client, boutique):
     before = snapshot_of(boutique)
     data = form_data(client.get(f"/appgroups/{boutique.pk}/edit").context["form"])

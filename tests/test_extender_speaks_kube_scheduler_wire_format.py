@@ -163,8 +163,8 @@ def test_filter_and_prioritize_are_logged_with_a_per_node_breakdown(client, ext)
     prio = Decision.objects.get(verb="prioritize", pod_name="p1-7c9d-x5")
     assert filt.profile == prio.profile == "network-overhead"
     assert filt.workload == "default/a1/p1" and filt.candidates == 8
-    assert "Violated: 1" in filt.breakdown["reasons"]["n-1"]
+    assert "Violated: 1" in filt.breakdown_data["reasons"]["n-1"]
     assert prio.node in {"n-5", "n-6"}
-    assert prio.breakdown["nodes"] == nodes
-    assert prio.breakdown["scorers"]["network-overhead"][4] == 100.0
-    assert prio.breakdown["extender"] == [0, 0, 0, 0, 10, 10, 5, 5]
+    assert prio.breakdown_data["nodes"] == nodes
+    assert prio.breakdown_data["scorers"]["network-overhead"][4] == 100.0
+    assert prio.breakdown_data["extender"] == [0, 0, 0, 0, 10, 10, 5, 5]

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
 from apps.probes.scenario import load_scenario
 from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import WorkloadRef
@@ -16,6 +17,7 @@ from apps.scheduler.scoring.fixtures import paper_appgroup
 from apps.scheduler.scoring.network_score import naive_network_score
 from apps.scheduler.scoring.scenario_topology import topology_from_scenario
 from apps.scheduler.scoring.state import ClusterState, NodeResources, PodInfo
+from apps.topology.topomath import Topology
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "paper-testbed.yaml"
 
@@ -95,3 +97,37 @@ def test_partially_placed_group_uses_regular_score(testbed):
     ref = WorkloadRef(group, group.workload("cart"))
     expected = [naive_network_score(state, ref, n) for n in out.nodes]
     np.testing.assert_allclose(out.breakdown["network-score"], expected, atol=1e-4)
+
+
+def test_stratified_sample_keeps_the_best_zone_on_large_clusters():
+    """300 nodes in 30 zones, cold start limited to 32 target nodes: every zone keeps a
+    representative, so the zone with the best internal links still wins."""
+    rng = np.random.default_rng(4)
+    zones, per = 30, 10
+    n = zones * per
+    zone = np.arange(n) // per
+    lat = rng.uniform(5, 20, (n, n))
+    bw = rng.uniform(50, 200, (n, n))
+    loss = rng.uniform(1, 3, (n, n))
+    same = zone[:, None] == zone[None, :]
+    lat[same], bw[same], loss[same] = 1.0, 500.0, 0.5
+    best = (zone[:, None] == 7) & (zone[None, :] == 7)
+    lat[best], bw[best], loss[best] = 0.5, 1000.0, 0.0
+    np.fill_diagonal(lat, 0.0)
+    off = ~np.eye(n, dtype=bool)
+    no = np.zeros((n, n), dtype=bool)
+    names = tuple(f"v{i}" for i in range(n))
+    topo = Topology(names, tuple(f"z{z}" for z in zone), ("r",) * n, lat, bw, loss, no, no.copy(),
+                    float(lat[off].min()), float(lat[off].max()), float(bw[off].min()), float(bw[off].max()),
+                    float(loss[off].min()), float(loss[off].max()))
+    s = Sensitivity(0.5, 0.4, 0.1)
+    group = AppGroupSpec("ns", "g", tuple(
+        WorkloadSpec(f"w{i}", LabelSelector({"app": f"w{i}"}), 1.0,
+                     (DependencySpec(f"w{i + 1}", s),) if i < 9 else (), replicas=3, cpu_request_millicores=100)
+        for i in range(10)))
+    nodes = {name: NodeResources(name, f"z{zone[i]}", "r", 4000, 8 << 30) for i, name in enumerate(names)}
+    state = ClusterState(topology=topo, appgroups=(group,), nodes=nodes)
+    profile = engine.Profile("cold", (("network-score", 1.0, {"sample": 32}),))
+    out = engine.run_scorers(state, PodInfo("ns", "w3-0", labels={"app": "w3"}), list(names), profile)
+    winners = {int(n[1:]) // per for n, v in zip(out.nodes, out.extender, strict=True) if v == out.extender.max()}
+    assert winners == {7}

@@ -32,6 +32,9 @@ class StructuredAppGroupForm(forms.Form):
 
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 80}))
     topology_sorting_algorithm = forms.ChoiceField(choices=TopologySortingAlgorithm.choices)
+    # Fields are addressed by workload/dependency position: refuse a submission made against a
+    # graph that changed meanwhile (cluster sync, another editor) instead of editing the wrong row.
+    spec_hash = forms.CharField(widget=forms.HiddenInput, required=False)
 
     def __init__(self, *args: Any, appgroup: AppGroup, spec: AppGroupSpec, **kwargs: Any) -> None:
         self.appgroup = appgroup
@@ -39,6 +42,7 @@ class StructuredAppGroupForm(forms.Form):
         initial: dict[str, Any] = {
             "description": appgroup.description,
             "topology_sorting_algorithm": spec.topology_sorting_algorithm,
+            "spec_hash": resources.spec_hash(spec),
         }
         super().__init__(*args, initial=initial, **kwargs)
         self.rows: list[dict[str, Any]] = []
@@ -93,6 +97,10 @@ class StructuredAppGroupForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        if data.get("spec_hash") != resources.spec_hash(self.spec):
+            raise forms.ValidationError(
+                "This AppGroup changed since the form was opened (cluster sync or another edit); nothing was "
+                "saved. Reload the page and apply your change again.", code="stale")
         for i, workload in enumerate(self.spec.workloads):
             for j, _dep in enumerate(workload.dependencies):
                 p = _dep_prefix(i, j)

@@ -36,6 +36,7 @@ from django.utils import timezone
 from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
+from kubernetes.config import ConfigException
 
 from netaware_site import kube
 
@@ -558,6 +559,8 @@ def sync_once() -> SyncReport:
     try:
         ours, rv = _list(GROUP, optional=False)
         diktyo, _ = _list(DIKTYO_GROUP, optional=True)
+    except ConfigException:
+        raise  # no API server configured at all: not a transient failure, let the caller say so
     except Exception as exc:  # API down: nothing is changed, the next pass re-applies everything
         message = kube.describe(exc)
         log.warning("AppGroup sync pass skipped, cannot list the cluster: %s", message)
@@ -572,7 +575,12 @@ def sync_once() -> SyncReport:
             reconcile(key, cr=None, fetched=True, report=report, diktyo=diktyo.get(key))
     # Issues of resources that no longer exist are dropped.
     live = {_issue_key(GROUP, k) for k in ours} | {_issue_key(DIKTYO_GROUP, k) for k in diktyo}
-    _store_issues(lambda issues: [issues.pop(k) for k in list(issues) if k not in live])
+
+    def drop_gone(issues: dict[str, Any]) -> None:
+        for gone in [k for k in issues if k not in live]:
+            issues.pop(gone)
+
+    _store_issues(drop_gone)
     if any(
         report.summary().get(k)
         for k in (

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import orjson
 from django.db import DatabaseError, InterfaceError, connection, transaction
 from django.utils import timezone
 
@@ -77,6 +78,9 @@ class _DecisionLog:
             batch, self.pending = self.pending, []
         if not batch:
             return 0
+        for decision in batch:
+            if isinstance(decision.breakdown, dict):
+                decision.breakdown = _encode_breakdown(decision.breakdown)
         try:
             Decision.objects.bulk_create(batch)
         except (DatabaseError, InterfaceError) as exc:
@@ -176,11 +180,15 @@ def log_decision(
         node=node,
         candidates=candidates,
         result=dict(result or {}),
-        breakdown=dict(breakdown or {}),
+        breakdown=dict(breakdown) if breakdown else b"",  # encoded at flush, off the request path
         error=error,
         duration_ms=(time.perf_counter() - started) * 1000.0,
     )
     _decisions.add(decision, flush_now=flush_now)
+
+
+def _encode_breakdown(breakdown: Mapping[str, Any]) -> bytes:
+    return orjson.dumps(breakdown, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
 
 
 def log_bad_request(*, verb: str, error: str, started: float) -> None:
@@ -511,7 +519,7 @@ def delete_observed_pod(*, namespace: str, name: str) -> int:
 
 def decision_breakdown_by_node(decision: Decision) -> dict[str, dict[str, Any]]:
     """The column-oriented breakdown turned node → {scorer: score, total, extender, reason}."""
-    data = decision.breakdown or {}
+    data = decision.breakdown_data
     nodes = data.get("nodes") or []
     out: dict[str, dict[str, Any]] = {}
     scorers = data.get("scorers") or {}

@@ -10,11 +10,11 @@ Usage::
 
     from tests.support.fake_kube import FakeKube
 
-    with FakeKube() as kube:                      # or kube = FakeKube().start(); ...; kube.stop()
-        kube.register_crd_file("k8s/crds/appgroup.yaml")        # or kube.register(...)
-        settings.NETAWARE["KUBE_API_URL"] = kube.url             # then netaware_site.kube.reset_clients()
-        kube.add_node("n1", labels={"topology.kubernetes.io/zone": "A"})
-        kube.add_pod("default", "web-1", labels={"app": "web"})
+    with FakeKube() as fake:                      # or fake = FakeKube().start(); ...; fake.stop()
+        fake.register_crd_file("k8s/crds/appgroup.yaml")        # or fake.register(...)
+        settings.NETAWARE["KUBE_API_URL"] = fake.url             # then netaware_site.kube.reset_clients()
+        fake.add_node("n1", zone="A", region="r1")
+        fake.add_pod("default", "web-1", labels={"app": "web"})
         ...
 
 Routes (``{g}``/``{v}`` of any registered resource; core resources live under ``/api/v1``):
@@ -53,8 +53,8 @@ Test hooks (all thread-safe):
   ``openAPIV3Schema`` is applied as the real server does: unknown fields pruned, ``default`` values
   filled in, then a structural validation — 422 ``Invalid`` with ``details.causes[].field``; CEL
   ``x-kubernetes-validations`` and ``format`` are not enforced),
-  ``register_defaults()`` (schema-less netaware.io appgroups (namespaced) / networktopologies
-  (cluster) and the diktyo appgroups / networktopologies (namespaced), where no CRD registered them).
+  ``register_defaults()`` (schema-less, namespaced netaware.io and diktyo appgroups /
+  networktopologies, where no CRD registered them).
   The pytest fixture ``fake_kube`` (tests/conftest.py) starts one, registers k8s/crds/*.yaml and the
   defaults, and points ``settings.NETAWARE["KUBE_API_URL"]`` at it.
 * State: ``create(group, version, plural, obj, namespace=None) -> dict`` (as a POST, but keeps status),
@@ -724,8 +724,7 @@ class FakeKube:
             ("networktopology.diktyo.x-k8s.io", "networktopologies", "NetworkTopology"),
         ):
             if (group, "v1alpha1", plural) not in self._types:
-                namespaced = not (group == "netaware.io" and plural == "networktopologies")
-                self.register(group, "v1alpha1", plural, kind, namespaced=namespaced)
+                self.register(group, "v1alpha1", plural, kind, namespaced=True)
 
     def register_crd(self, crd: Obj) -> None:
         spec = crd["spec"]

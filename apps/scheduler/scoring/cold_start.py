@@ -21,7 +21,8 @@ connects to where the *rest of its AppGroup* can run:
   the best-connected candidates get 100 and a zone 0.05 worse gets 0.
 
 Used only when no neighbour is placed; once one is, Algorithm 2 takes over. Above ``sample`` target
-nodes, a deterministic capacity-ordered stride sample of them is used (cost O(C x sample)).
+nodes, each zone keeps its highest-capacity nodes (about sample / zones of them) standing for the
+zone's whole capacity, so the candidate's own zone is always represented (cost O(C x sample)).
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ import numpy as np
 from apps.appgroups.graph import Sensitivity
 
 from .common import MAX_NODE_SCORE, WorkloadRef, topology_positions
-from .network_score import DEFAULT_SAME_NODE_SCORE, pair_scores
+from .load_aware import usage_arrays
+from .network_score import DEFAULT_SAME_NODE_SCORE, pair_scores, topology_cache
 from .state import ClusterState, PodInfo
 
 DEFAULT_MAX_PODS_PER_NODE = 2.0
-DEFAULT_SAMPLE = 256
+DEFAULT_SAMPLE = 128
 # Relative scale: a candidate whose expected connectivity is this far (in ComputeScore units, 0..1)
 # below the best candidate's scores 0. Zones differ by a few hundredths here (A vs B on the paper
 # testbed: 0.970 vs 0.958); without sharpening the extender's 0..10 integer could not tell them apart.
@@ -81,20 +83,56 @@ def node_capacity(state: ClusterState, ref: WorkloadRef, pod: PodInfo, *,
     if not state.nodes:
         return np.full(topo.size, max_pods_per_node)
     req_cpu, req_mem = _group_request(ref, pod)
-    cap = np.zeros(topo.size)
-    for i, name in enumerate(topo.nodes):
-        node = state.nodes.get(name)
-        if node is None:
-            continue
-        fits = max_pods_per_node
-        free_cpu = node.allocatable_cpu_millicores - node.requested_cpu_millicores
-        free_mem = node.allocatable_memory_bytes - node.requested_memory_bytes
-        if req_cpu > 0 and node.allocatable_cpu_millicores > 0:
-            fits = min(fits, max(free_cpu, 0) / req_cpu)
-        if req_mem > 0 and node.allocatable_memory_bytes > 0:
-            fits = min(fits, max(free_mem, 0) / req_mem)
-        cap[i] = np.floor(fits) if fits < max_pods_per_node else max_pods_per_node
-    return cap
+    arrays = usage_arrays(state)
+    rows = arrays.rows(topo.nodes)
+    known = rows >= 0
+    fits = np.full(topo.size, max_pods_per_node)
+    for req, alloc, used in ((req_cpu, arrays.alloc_cpu, arrays.req_cpu), (req_mem, arrays.alloc_mem, arrays.req_mem)):
+        a = arrays.take(alloc, rows, 0.0)
+        free = np.maximum(a - arrays.take(used, rows, 0.0), 0.0)
+        if req > 0:
+            fits = np.where(a > 0, np.minimum(fits, free / req), fits)
+    cap = np.where(fits < max_pods_per_node, np.floor(fits), max_pods_per_node)
+    # Nodes in the topology but not in the cluster (no NodeResources) cannot take pods.
+    in_cluster = np.fromiter((n in state.nodes for n in topo.nodes), dtype=bool, count=topo.size)
+    return np.where(known & in_cluster, cap, 0.0)
+
+
+def _stratified(zone_codes: np.ndarray, targets: np.ndarray, caps: np.ndarray, sample: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """At most ~``sample`` targets: per zone its highest-capacity nodes, their capacity scaled up to
+    the zone's total, so every zone (and so every candidate's own zone) stays represented."""
+    if targets.size <= sample:
+        return targets, caps
+    _, zone = np.unique(zone_codes[targets], return_inverse=True)
+    per_zone = max(1, sample // (int(zone.max()) + 1))
+    order = np.lexsort((-caps, zone))
+    sorted_zone = zone[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(sorted_zone)) + 1]
+    rank = np.arange(order.size) - np.repeat(starts, np.diff(np.r_[starts, order.size]))
+    keep = np.sort(order[rank < per_zone])
+    zone_total = np.bincount(zone, weights=caps)
+    kept_total = np.bincount(zone[keep], weights=caps[keep], minlength=zone_total.size)
+    return targets[keep], caps[keep] * zone_total[zone[keep]] / kept_total[zone[keep]]
+
+
+def _fill(scores: np.ndarray, caps: np.ndarray, demand: float) -> np.ndarray:
+    """Per row: capacity-weighted mean of the best targets until their capacity covers ``demand``."""
+    k = min(scores.shape[1], int(np.ceil(demand / max(float(caps.min()), 1e-9))))
+    if k < scores.shape[1]:
+        idx = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        top = np.take_along_axis(scores, idx, axis=1)
+        top_caps = caps[idx]
+    else:
+        top = scores
+        top_caps = np.broadcast_to(caps, scores.shape)
+    order = np.argsort(-top, axis=1, kind="stable")
+    sorted_scores = np.take_along_axis(top, order, axis=1)
+    sorted_caps = np.take_along_axis(top_caps, order, axis=1)
+    before = np.cumsum(sorted_caps, axis=1) - sorted_caps
+    take = np.clip(demand - before, 0.0, sorted_caps)
+    taken = take.sum(axis=1)
+    return np.where(taken > 0, (take * sorted_scores).sum(axis=1) / np.maximum(taken, 1e-12), 0.0)
 
 
 def cold_start_scores(state: ClusterState, ref: WorkloadRef, pod: PodInfo, positions: np.ndarray, *,
@@ -118,21 +156,9 @@ def cold_start_scores(state: ClusterState, ref: WorkloadRef, pod: PodInfo, posit
         fill = np.zeros(positions.size)
         notes.append("cold start: no node has free capacity for the AppGroup")
     else:
-        if targets.size > sample:
-            order = targets[np.argsort(-cap[targets], kind="stable")]
-            targets = np.sort(order[np.linspace(0, order.size - 1, sample).astype(np.int64)])
-            scale = cap.sum() / cap[targets].sum()
-        else:
-            scale = 1.0
+        targets, caps = _stratified(topology_cache(topo).zone_codes, targets, cap[targets], sample)
         scores = pair_scores(topo, positions, targets, sensitivity, same_node_score=same_node_score)
-        caps = cap[targets] * scale
-        order = np.argsort(-scores, axis=1, kind="stable")
-        sorted_scores = np.take_along_axis(scores, order, axis=1)
-        sorted_caps = caps[order]
-        before = np.cumsum(sorted_caps, axis=1) - sorted_caps
-        take = np.clip(demand - before, 0.0, sorted_caps)
-        taken = take.sum(axis=1)
-        fill = np.where(taken > 0, (take * sorted_scores).sum(axis=1) / np.maximum(taken, 1e-12), 0.0)
+        fill = _fill(scores, caps, float(demand))
     placed_pos = topology_positions(topo, placed_names)
     placed_pos = placed_pos[placed_pos >= 0]
     if placed_pos.size:

@@ -52,6 +52,8 @@ class UsageArrays:
     net_cap: np.ndarray
     alloc_cpu: np.ndarray  # 0 = unknown
     alloc_mem: np.ndarray
+    req_cpu: np.ndarray  # requested by bound pods (kube-scheduler's view)
+    req_mem: np.ndarray
     # Last candidate sequence looked up (the engine passes one tuple to every scorer of a request).
     _last: list[tuple[Sequence[str], np.ndarray]] = field(default_factory=list, compare=False, repr=False)
 
@@ -89,7 +91,7 @@ def usage_arrays(state: ClusterState) -> UsageArrays:
     cpu = np.full((3, m), np.nan)
     mem = np.full((3, m), np.nan)
     cols = np.full((5, m), np.nan)
-    alloc = np.zeros((2, m))
+    alloc = np.zeros((4, m))
     for i, name in enumerate(names):
         u = _usable(state.usage.get(name))
         if u is not None:
@@ -99,9 +101,10 @@ def usage_arrays(state: ClusterState) -> UsageArrays:
                           _f(u.net_used_bps_stddev), _f(u.net_capacity_bps))
         node = state.nodes.get(name)
         if node is not None:
-            alloc[:, i] = (node.allocatable_cpu_millicores, node.allocatable_memory_bytes)
+            alloc[:, i] = (node.allocatable_cpu_millicores, node.allocatable_memory_bytes,
+                           node.requested_cpu_millicores, node.requested_memory_bytes)
     arrays = UsageArrays({n: i for i, n in enumerate(names)}, cpu, mem, cols[0], cols[1], cols[2], cols[3],
-                         cols[4], alloc[0], alloc[1])
+                         cols[4], alloc[0], alloc[1], alloc[2], alloc[3])
     with _arrays_lock:
         for k in [k for k, (ref, _) in _arrays.items() if ref() is None]:
             del _arrays[k]

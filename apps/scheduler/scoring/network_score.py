@@ -117,6 +117,9 @@ class _TopologyCache:
         self._stacks: OrderedDict[tuple[bool, bytes], _Stack] = OrderedDict()
         self._stack_bytes = 0
         self._topology = weakref.ref(topology)
+        _, codes = np.unique(np.array(topology.zones, dtype=object), return_inverse=True) if topology.size else (
+            None, np.zeros(0, dtype=np.int64))
+        self.zone_codes = np.asarray(codes, dtype=np.int64)
 
     def vector(self, target: int, reverse: bool) -> np.ndarray:
         """(3, n) float32: normalized latency/bandwidth/loss from every node to ``target``
@@ -414,18 +417,17 @@ def pair_scores(topology: Topology, positions: np.ndarray, targets: np.ndarray, 
         raise ValueError("targets must be distinct")
     stack = cache.stacked(union, False)
     m = _weights(sensitivity)
-    pair = np.einsum("m,mtc->tc", m.astype(np.float32), stack.zeros[:, :, safe]).astype(np.float64)  # (U, C)
+    cols, inverse = np.unique(safe, return_inverse=True)
+    block = stack.zeros if cols.size == cache.n else stack.zeros[:, :, cols]  # cols == arange(n) when full
+    pair = np.einsum("m,mtc->tc", m.astype(np.float32), block)  # (U, cols) float32
     if stack.nan_u.size:
         col_of = np.full(cache.n, -1, dtype=np.int64)
-        col_of[safe] = np.arange(safe.size)  # duplicates: the last wins, fixed below
+        col_of[cols] = np.arange(cols.size)
         c_idx = col_of[stack.nan_col]
         keep = c_idx >= 0
         if keep.any():
-            u_k, c_k = stack.nan_u[keep], c_idx[keep]
-            pair[u_k, c_k] = _exact_pairs(m[None, :], stack.nan_vals[:, keep])[0]
-            if np.unique(safe).size != safe.size:  # rare: repeated candidates share the exact values
-                uniq, first = np.unique(safe, return_index=True)
-                pair = pair[:, first[np.searchsorted(uniq, safe)]]
+            pair[stack.nan_u[keep], c_idx[keep]] = _exact_pairs(m[None, :], stack.nan_vals[:, keep])[0]
+    pair = pair[:, inverse]
     pair = np.where(union[:, None] == safe[None, :], same_node_score, pair)
     result = np.empty_like(out)
     result[:, order] = pair.T

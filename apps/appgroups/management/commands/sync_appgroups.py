@@ -13,6 +13,7 @@ import threading
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
+from kubernetes.config import ConfigException
 
 from apps.appgroups import sync
 
@@ -34,6 +35,14 @@ class Command(BaseCommand):
             raise CommandError("--resync must be a positive number of seconds")
         if options["watch_timeout"] <= 0:
             raise CommandError("--watch-timeout must be a positive number of seconds")
+        try:
+            self._run(options)
+        except ConfigException as exc:
+            raise CommandError(
+                f"no Kubernetes API configured (set KUBE_API_URL, run in a cluster or provide a kubeconfig): {exc}"
+            ) from exc
+
+    def _run(self, options: dict[str, Any]) -> None:
         if options["once"]:
             report = sync.sync_once()
             self.stdout.write(json.dumps(report.summary(), sort_keys=True))
