@@ -1,6 +1,7 @@
 # netaware: one image for the web server, Celery worker/beat, cluster watcher, sync loop and the probe agent.
 FROM python:3.11-slim-bookworm
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 RUN apt-get update \
  && apt-get install -y --no-install-recommends iperf3 iputils-ping curl \
  && rm -rf /var/lib/apt/lists/*

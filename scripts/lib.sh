@@ -6,6 +6,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${NETAWARE_VENV:-$ROOT/.venv}"
 PY="$VENV/bin/python"
 export PATH="$VENV/bin:$PATH"
+# numpy work per request is small: multi-threaded BLAS only adds stalls on small machines.
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 
 log() { printf '\033[1;34m[netaware]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[netaware] error:\033[0m %s\n' "$*" >&2; exit 1; }

@@ -9,7 +9,7 @@ import orjson
 import pytest
 from django.utils import timezone
 
-from apps.scheduler import services, tasks
+from apps.scheduler import selectors, services, tasks
 from apps.scheduler.models import Decision
 from tests.support.extender_wire import extender_args, k8s_pod, load_kep_fixture, use_extender_test_settings
 
@@ -39,15 +39,25 @@ def test_retention_keeps_only_the_newest_decisions(client, nodes, settings):
     assert Decision.objects.count() == 2
 
 
-def test_buffered_decisions_are_written_in_one_batch(client, nodes, settings):
-    settings.NETAWARE = {**settings.NETAWARE, "DECISION_FLUSH_SECONDS": 3600, "DECISION_BATCH": 4}
+def test_decisions_are_queued_in_redis_and_drained_in_batches(client, nodes, settings):
+    """Off the request path: a decision is only pushed to a Redis list after its response; the
+    Celery task (or the API, before reading) moves the queue into Postgres in one batch."""
+    settings.NETAWARE = {**settings.NETAWARE, "DECISION_QUEUE": True}
+    redis = selectors.redis_client()
+    redis.delete(services.DECISION_QUEUE_KEY)
     for i in range(3):
-        call(client, "filter", k8s_pod(f"p3-b{i}", labels={"app": "p3"}), nodes)
-    assert Decision.objects.count() == 0  # still buffered: off the request path
-    call(client, "prioritize", k8s_pod("p3-b3", labels={"app": "p3"}), nodes)
-    assert Decision.objects.count() == 4  # the fourth filled the batch
-    call(client, "filter", k8s_pod("p3-b4", labels={"app": "p3"}), nodes)
-    assert services.flush_decisions() == 1
+        call(client, "filter", k8s_pod(f"p3-q{i}", labels={"app": "p3"}), nodes)
+    call(client, "prioritize", k8s_pod("p3-q3", labels={"app": "p3"}), nodes)
+    assert Decision.objects.count() == 0
+    assert redis.llen(services.DECISION_QUEUE_KEY) == 4
+    assert tasks.drain_decisions() == 4
+    assert redis.llen(services.DECISION_QUEUE_KEY) == 0
+    assert list(Decision.objects.order_by("id").values_list("pod_name", flat=True)) == [
+        "p3-q0", "p3-q1", "p3-q2", "p3-q3"]
+    assert Decision.objects.get(pod_name="p3-q3").breakdown_data["nodes"] == nodes
+    call(client, "filter", k8s_pod("p3-q4", labels={"app": "p3"}), nodes)
+    listed = client.get("/api/scheduler/decisions/", {"pod": "p3-q4"}).json()  # the API drains first
+    assert listed["count"] == 1
 
 
 def test_decisions_api_lists_filters_and_shows_the_breakdown(client, nodes):

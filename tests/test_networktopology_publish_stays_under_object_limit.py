@@ -163,3 +163,23 @@ def test_publish_task_publishes_the_current_snapshot(fake_kube, settings):
     assert published["status"]["nodeCount"] == 3
     assert published["metadata"]["annotations"][publish.VERSION_ANNOTATION] == str(snapshot.version)
     assert tasks.publish_network_topology().get("unchanged") is True
+
+
+@pytest.mark.django_db
+def test_publish_during_an_outage_is_retried_by_the_next_run(fake_kube):
+    from apps.appgroups import tasks
+    from apps.topology import services
+
+    services.import_topology(
+        document={
+            "zones": [{"name": "A", "region": "r", "nodes": ["a1", "a2"]}],
+            "regions": [{"name": "r", "zones": ["A"]}],
+            "latency": {"a1": {"a2": 0.5}, "a2": {"a1": 0.6}},
+        }
+    )
+    fake_kube.down()
+    failed = tasks.publish_network_topology()
+    assert "error" in failed
+    fake_kube.up()
+    assert "netaware" in tasks.publish_network_topology()["applied"]
+    assert fake_kube.list(G, V, P)[0]["spec"]["latency"] == {"a1": {"a2": 0.5}, "a2": {"a1": 0.6}}

@@ -67,3 +67,46 @@ def test_node_usage_windows_and_staleness(settings):
     quiet = usage["quiet"]
     assert quiet.stale and quiet.cpu_15m is None and quiet.cpu_1h == 0.3 and quiet.cpu_stddev_1h is None
     assert quiet.mem_1h is None
+
+
+def test_latest_pair_values_over_pipeline_windows_uses_digests():
+    """Windows stored by the pipeline: older windows with the newest window's pair set are skipped,
+    yet a pair missing from the newest window (or added to an old one later) is still found."""
+    from apps.probes.models import WindowDigest
+    from apps.probes.services import store_window
+
+    def window(minutes_ago: int, pairs: list[tuple[str, str]], value: float) -> None:
+        store_window(ts=NOW - timedelta(minutes=minutes_ago),
+                     pairs={"rtt_p90": ([a for a, _ in pairs], [b for _, b in pairs], np.full(len(pairs), value))})
+
+    full = [("a", "b"), ("b", "a"), ("a", "c")]
+    window(4, full, 0.004)
+    window(3, full, 0.003)
+    window(2, [("a", "b"), ("b", "a")], 0.002)  # a->c went quiet
+    window(1, [("a", "b"), ("b", "a")], 0.001)
+    digests = dict(WindowDigest.objects.values_list("ts", "digest"))
+    assert len(digests) == 4 and digests[NOW - timedelta(minutes=1)] == digests[NOW - timedelta(minutes=2)]
+    assert digests[NOW - timedelta(minutes=3)] != digests[NOW - timedelta(minutes=1)]
+
+    sources, targets, values, stamps = latest_pair_values(series=["rtt_p90"], since=NOW - timedelta(minutes=10))[
+        "rtt_p90"]
+    assert list(zip(sources, targets, values.tolist(), stamps.tolist(), strict=True)) == [
+        ("a", "b", 0.001, (NOW - timedelta(minutes=1)).timestamp()),
+        ("a", "c", 0.003, (NOW - timedelta(minutes=3)).timestamp()),
+        ("b", "a", 0.001, (NOW - timedelta(minutes=1)).timestamp()),
+    ]
+
+    # An old window re-stored with another pair set: its digest becomes unknown, and the pair is found.
+    window(2, [("c", "a")], 0.0025)
+    assert WindowDigest.objects.get(ts=NOW - timedelta(minutes=2)).digest is None
+    got = latest_pair_values(series=["rtt_p90"], since=NOW - timedelta(minutes=10))["rtt_p90"]
+    assert list(zip(got[0], got[1], got[2].tolist(), strict=True)) == [
+        ("a", "b", 0.001), ("a", "c", 0.003), ("b", "a", 0.001), ("c", "a", 0.0025)]
+    # The same selection as the plain DISTINCT ON over everything.
+    from django.db import connection
+
+    from apps.probes.selectors import _LATEST_SQL
+
+    with connection.cursor() as cursor:
+        cursor.execute(_LATEST_SQL, ["rtt_p90", NOW - timedelta(minutes=10)])
+        assert [row[:3] for row in cursor.fetchall()] == list(zip(got[0], got[1], got[2].tolist(), strict=True))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
 from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
 from apps.scheduler.scoring import engine
-from apps.scheduler.scoring.common import WorkloadRef
+from apps.scheduler.scoring.common import WorkloadRef, node_zone_region
 from apps.scheduler.scoring.network_overhead import normalize_costs, overhead
 from apps.scheduler.scoring.state import ClusterState, NodeResources, PodInfo
 from apps.topology.topomath import Topology
@@ -100,3 +102,69 @@ def test_unknown_cost_counts_neither_satisfied_nor_violated():
     result = overhead(state, WorkloadRef(group, group.workload("p1")), ["n-1", "n-7"])
     assert result.satisfied.tolist() == [0, 0] and result.violated.tolist() == [0, 0]
     assert result.costs.tolist() == [100, 100]  # MaxCost when the pair's cost is unknown
+
+
+def _upstream_loop(state, ref, node):
+    """Straight port of upstream's checkMaxNetworkCostRequirements + getAccumulatedCost for one node."""
+    zone, region = node_zone_region(state, node)
+    cost = satisfied = violated = 0
+    for dep in ref.workload.dependencies:
+        for host in state.placements.get((ref.group.namespace, ref.group.name, dep.target), ()):
+            if host == node:
+                satisfied += 1
+                continue
+            pz, pr = node_zone_region(state, host)
+            if not pz and not pr:
+                cost += 100
+                violated += 1
+            elif region == pr:
+                if zone == pz:
+                    cost += 1
+                    satisfied += 1
+                else:
+                    value = state.topology.zone_costs.get((zone, pz))
+                    cost += 100 if value is None else value
+                    if value is not None:
+                        satisfied += value <= dep.max_network_cost
+                        violated += value > dep.max_network_cost
+            else:
+                value = state.topology.region_costs.get((region, pr))
+                cost += 100 if value is None else value
+                if value is not None:
+                    satisfied += value <= dep.max_network_cost
+                    violated += value > dep.max_network_cost
+    return cost, satisfied, violated
+
+
+def test_vectorized_overhead_equals_upstream_loop_on_random_clusters():
+    rng = random.Random(11)
+    names = [f"q{i}" for i in range(40)]
+    zones = ["", "a1", "a2", "b1", "b2", "c1"]
+    regions = {"": "", "a1": "ra", "a2": "ra", "b1": "rb", "b2": "rb", "c1": "rc"}
+    for _ in range(10):
+        nodes = {}
+        for name in names:
+            z = rng.choice(zones)
+            nodes[name] = NodeResources(name, zone=z, region=regions[z] if rng.random() > 0.1 else "")
+        zc = {(a, b): rng.randint(0, 12) for a in zones[1:] for b in zones[1:] if a != b and rng.random() > 0.3}
+        rc = {(a, b): rng.randint(5, 30) for a in ("ra", "rb", "rc") for b in ("ra", "rb", "rc")
+              if a != b and rng.random() > 0.3}
+        n = len(names)
+        nan = np.full((n, n), np.nan)
+        no = np.zeros((n, n), dtype=bool)
+        topo = Topology(tuple(names), ("",) * n, ("",) * n, nan, nan.copy(), nan.copy(), no, no.copy(),
+                        zone_costs=zc, region_costs=rc)
+        s = Sensitivity(1, 1, 1)
+        group = AppGroupSpec("default", "g", (
+            WorkloadSpec("x", LabelSelector({"app": "x"}), 1.0, (DependencySpec("y", s, max_network_cost=6),
+                                                                 DependencySpec("z", s, max_network_cost=15))),
+            WorkloadSpec("y", LabelSelector({"app": "y"})), WorkloadSpec("z", LabelSelector({"app": "z"})),
+        ))
+        placements = {("default", "g", w): tuple(rng.choice([*names, "gone"]) for _ in range(rng.randint(1, 6)))
+                      for w in ("y", "z")}
+        state = ClusterState(topology=topo, appgroups=(group,), nodes=nodes, placements=placements)
+        ref = WorkloadRef(group, group.workload("x"))
+        candidates = [*rng.sample(names, 25), "stranger"]
+        result = overhead(state, ref, candidates)
+        for i, node in enumerate(candidates):
+            assert (result.costs[i], result.satisfied[i], result.violated[i]) == _upstream_loop(state, ref, node)

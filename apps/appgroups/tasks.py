@@ -37,9 +37,17 @@ def sync_appgroup(namespace: str, name: str) -> dict[str, Any]:
 def publish_network_topology() -> dict[str, Any]:
     """Publish the current topology snapshot as NetworkTopology resources (skipped when unchanged)."""
     from apps.topology import publish
+    from netaware_site import kube
 
     try:
         return publish.publish().summary()
     except ConfigException as exc:
         log.info("NetworkTopology publish skipped: no Kubernetes API configured (%s)", exc)
         return {"skipped": str(exc)}
+    except Exception as exc:
+        if not kube.is_retryable(exc):
+            raise
+        # API server down or busy: the next run re-publishes (the aggregate is applied last, so a
+        # half-written set is never marked as published).
+        log.warning("NetworkTopology publish failed, will retry on the next run: %s", kube.describe(exc))
+        return {"error": kube.describe(exc)}

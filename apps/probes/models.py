@@ -96,3 +96,24 @@ class PullWatermark(models.Model):
 
     def __str__(self) -> str:
         return f"{self.query}: {self.last_end:%Y-%m-%d %H:%M:%S}"
+
+
+class WindowDigest(models.Model):
+    """Which pairs one stored window of one pair series holds: count and an order-independent hash.
+
+    Lets ``latest_pair_values`` skip every older window whose pair set equals the newest window's
+    (they cannot hold a newer sample for any pair), so reading the newest value of 40k pairs costs
+    one window, not the whole look-back. ``digest`` is NULL when unknown (a window re-stored with a
+    different pair set); such windows are always scanned.
+    """
+
+    series = models.CharField(max_length=16, choices=PairSeries.choices)
+    ts = models.DateTimeField()
+    pair_count = models.PositiveIntegerField()
+    digest = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["series", "ts"], name="windowdigest_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.series} @ {self.ts:%Y-%m-%d %H:%M:%S}: {self.pair_count} pairs"

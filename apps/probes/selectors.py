@@ -18,15 +18,68 @@ from django.utils import timezone
 from apps.scheduler.scoring.state import NodeUsage
 
 from .choices import NodeSeries, PairSeries
-from .models import NodeSample, PairSample
+from .models import NodeSample, PairSample, WindowDigest
 
 PairValues = tuple[list[str], list[str], np.ndarray, np.ndarray]
 
+_T = PairSample._meta.db_table
+_D = WindowDigest._meta.db_table
+_COLS = "source, target, value, EXTRACT(EPOCH FROM ts)::float8"
+# Any data, however written: newest row per pair over the whole look-back (cost grows with it).
 _LATEST_SQL = (
-    f"SELECT DISTINCT ON (source, target) source, target, value, EXTRACT(EPOCH FROM ts)::float8 "
-    f"FROM {PairSample._meta.db_table} WHERE series = %s AND ts >= %s "
+    f"SELECT DISTINCT ON (source, target) {_COLS} FROM {_T} WHERE series = %s AND ts >= %s "
     f"ORDER BY source, target, ts DESC"
 )
+_NEWEST_TS_SQL = f"SELECT max(ts) FROM {_T} WHERE series = %s AND ts >= %s"
+_DIGESTS_SQL = f"SELECT ts, digest FROM {_D} WHERE series = %s AND ts >= %s AND ts <= %s"
+_WINDOW_SQL = f"SELECT {_COLS} FROM {_T} WHERE series = %s AND ts = %s ORDER BY source, target"
+# Pairs of the listed older windows that the newest window lacks, newest row each.
+_TAIL_SQL = (
+    f"SELECT DISTINCT ON (o.source, o.target) o.source, o.target, o.value, EXTRACT(EPOCH FROM o.ts)::float8 "
+    f"FROM {_T} o WHERE o.series = %(series)s AND o.ts = ANY(%(stamps)s) AND NOT EXISTS ("
+    f"SELECT 1 FROM {_T} n WHERE n.series = %(series)s AND n.ts = %(newest)s "
+    f"AND n.source = o.source AND n.target = o.target) ORDER BY o.source, o.target, o.ts DESC"
+)
+
+
+def _arrays(rows: list[tuple]) -> PairValues:
+    if not rows:
+        return [], [], np.empty(0, dtype=np.float64), np.empty(0, dtype=np.float64)
+    sources, targets, values, stamps = zip(*rows, strict=True)
+    return (
+        list(sources),
+        list(targets),
+        np.fromiter(values, dtype=np.float64, count=len(rows)),
+        np.fromiter(stamps, dtype=np.float64, count=len(rows)),
+    )
+
+
+def _latest_rows(cursor, series: str, since: datetime) -> list[tuple]:  # type: ignore[no-untyped-def]
+    """Newest window in full, plus only those older windows whose pair set differs from it.
+
+    Windows stored by the pipeline carry a WindowDigest; an older window with the newest window's
+    digest holds no pair the newest lacks, so it is skipped. Without a digest for the newest window
+    (rows written some other way) this falls back to one DISTINCT ON over the whole look-back.
+    """
+    cursor.execute(_NEWEST_TS_SQL, [series, since])
+    newest = cursor.fetchone()[0]
+    if newest is None:
+        return []
+    cursor.execute(_DIGESTS_SQL, [series, since, newest])
+    digests = dict(cursor.fetchall())
+    head_digest = digests.get(newest)
+    if head_digest is None:
+        cursor.execute(_LATEST_SQL, [series, since])
+        return cursor.fetchall()
+    cursor.execute(_WINDOW_SQL, [series, newest])
+    rows = cursor.fetchall()
+    stamps = [ts for ts, digest in digests.items() if ts != newest and digest != head_digest]
+    if stamps:
+        cursor.execute(_TAIL_SQL, {"series": series, "stamps": stamps, "newest": newest})
+        tail = cursor.fetchall()
+        if tail:
+            rows = sorted(rows + tail, key=lambda row: (row[0], row[1]))
+    return rows
 
 
 def latest_pair_values(*, series: Sequence[str], since: datetime) -> dict[str, PairValues]:
@@ -40,22 +93,8 @@ def latest_pair_values(*, series: Sequence[str], since: datetime) -> dict[str, P
     unknown = [name for name in series if name not in valid]
     if unknown:
         raise ValueError(f"series: unknown {unknown!r} (valid: {sorted(valid)})")
-    result: dict[str, PairValues] = {}
     with connection.cursor() as cursor:
-        for name in series:
-            cursor.execute(_LATEST_SQL, [name, since])
-            rows = cursor.fetchall()
-            if rows:
-                sources, targets, values, stamps = zip(*rows, strict=True)
-                result[name] = (
-                    list(sources),
-                    list(targets),
-                    np.fromiter(values, dtype=np.float64, count=len(rows)),
-                    np.fromiter(stamps, dtype=np.float64, count=len(rows)),
-                )
-            else:
-                result[name] = ([], [], np.empty(0, dtype=np.float64), np.empty(0, dtype=np.float64))
-    return result
+        return {name: _arrays(_latest_rows(cursor, name, since)) for name in series}
 
 
 _USAGE_SQL = f"""

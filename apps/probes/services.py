@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import ProgrammingError, connection, transaction
 from django.utils import timezone
 
-from .models import NodeRollup, NodeSample, PairRollup, PairSample, PullWatermark
+from .models import NodeRollup, NodeSample, PairRollup, PairSample, PullWatermark, WindowDigest
 from .prometheus import PrometheusClient, Window, align_down, windows_between
 from .queries import NodeQuery, PairQuery, QuerySet, configured_queries
 
@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 PAIR_TABLE = PairSample._meta.db_table
 NODE_TABLE = NodeSample._meta.db_table
 WATERMARK_TABLE = PullWatermark._meta.db_table
+DIGEST_TABLE = WindowDigest._meta.db_table
 # Windows fetched per Prometheus request during catch-up; bounds memory for large clusters.
 FETCH_CHUNK_WINDOWS = 10
 _PULL_LOCK_KEY = 0x6E61_7077  # pg advisory lock: one pull at a time ("napw")
@@ -98,10 +99,25 @@ def _clean(values: np.ndarray, *, unit_interval: bool) -> np.ndarray:
 
 
 _PAIR_UPSERT = f"""
-INSERT INTO {PAIR_TABLE} AS t (ts, series, source, target, value)
-SELECT %s, %s, s, d, v FROM unnest(%s::text[], %s::text[], %s::float8[]) AS u(s, d, v)
-ON CONFLICT (ts, series, source, target) DO UPDATE SET value = EXCLUDED.value
-WHERE t.value IS DISTINCT FROM EXCLUDED.value
+WITH batch AS (
+    SELECT s, d, v FROM unnest(%(sources)s::text[], %(targets)s::text[], %(values)s::float8[]) AS u(s, d, v)
+), digest AS (
+    INSERT INTO {DIGEST_TABLE} AS w (series, ts, pair_count, digest)
+    SELECT %(series)s, %(ts)s, count(*),
+           (sum(hashtextextended(s || chr(31) || d, 0)) %% 9223372036854775807)::bigint FROM batch
+    ON CONFLICT (series, ts) DO UPDATE SET
+        pair_count = GREATEST(w.pair_count, EXCLUDED.pair_count),
+        digest = CASE WHEN w.digest = EXCLUDED.digest AND w.pair_count = EXCLUDED.pair_count
+                      THEN w.digest END
+    WHERE w.digest IS DISTINCT FROM EXCLUDED.digest OR w.pair_count <> EXCLUDED.pair_count
+), written AS (
+    INSERT INTO {PAIR_TABLE} AS t (ts, series, source, target, value)
+    SELECT %(ts)s, %(series)s, s, d, v FROM batch
+    ON CONFLICT (ts, series, source, target) DO UPDATE SET value = EXCLUDED.value
+    WHERE t.value IS DISTINCT FROM EXCLUDED.value
+    RETURNING 1
+)
+SELECT count(*) FROM written
 """
 
 _NODE_UPSERT = f"""
@@ -144,8 +160,9 @@ def store_pair_points(*, ts: datetime, series: str, sources: Sequence[str], targ
         values = values[keep]
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(_PAIR_UPSERT, [ts, series, texts(sources), texts(targets), _pg_float_array(values)])
-            result.rows_written = max(cursor.rowcount, 0)
+            cursor.execute(_PAIR_UPSERT, {"ts": ts, "series": series, "sources": texts(sources),
+                                          "targets": texts(targets), "values": _pg_float_array(values)})
+            result.rows_written = cursor.fetchone()[0]
     except ProgrammingError as exc:
         if not isinstance(exc.__cause__, psycopg.errors.CardinalityViolation):
             raise
@@ -158,9 +175,9 @@ def store_pair_points(*, ts: datetime, series: str, sources: Sequence[str], targ
         sources = [sources[i] for i in idx]
         targets = [targets[i] for i in idx]
         with connection.cursor() as cursor:
-            cursor.execute(_PAIR_UPSERT, [ts, series, _pg_text_array(sources), _pg_text_array(targets),
-                                          _pg_float_array(values[idx])])
-            result.rows_written = max(cursor.rowcount, 0)
+            cursor.execute(_PAIR_UPSERT, {"ts": ts, "series": series, "sources": _pg_text_array(sources),
+                                          "targets": _pg_text_array(targets), "values": _pg_float_array(values[idx])})
+            result.rows_written = cursor.fetchone()[0]
     return result
 
 
@@ -463,6 +480,7 @@ def apply_retention(*, now: datetime | None = None) -> RetentionResult:
         result.raw_deleted = cursor.rowcount
         cursor.execute(f"DELETE FROM {NODE_TABLE} WHERE ts < %s", [cutoff])
         result.raw_deleted += cursor.rowcount
+        cursor.execute(f"DELETE FROM {DIGEST_TABLE} WHERE ts < %s", [cutoff])
         cursor.execute(f"DELETE FROM {PairRollup._meta.db_table} WHERE bucket < %s", [rollup_cutoff])
         result.rollups_deleted = cursor.rowcount
         cursor.execute(f"DELETE FROM {NodeRollup._meta.db_table} WHERE bucket < %s", [rollup_cutoff])

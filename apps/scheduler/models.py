@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import orjson
@@ -81,7 +82,7 @@ class Decision(models.Model):
     node = models.CharField(max_length=253, blank=True, help_text="bind target / best node")
     candidates = models.PositiveIntegerField(default=0)
     result = FastJSONField(default=dict, blank=True)
-    # orjson bytes, column-oriented: {"nodes": [...], "total": [...], "extender": [...],
+    # zlib-compressed orjson, column-oriented: {"nodes": [...], "total": [...], "extender": [...],
     # "scorers": {name: [...]}, "reasons": {node: reason}}. Stored as bytea, not jsonb: a 500-node
     # breakdown is ~25 kB and jsonb parsing made each batched INSERT ~10x slower. The API
     # presents it node by node (``Decision.breakdown_data``).
@@ -103,7 +104,7 @@ class Decision(models.Model):
             return {}
         if isinstance(raw, dict):  # not yet serialized (still in the write buffer)
             return raw
-        return orjson.loads(bytes(raw))
+        return orjson.loads(zlib.decompress(bytes(raw)))
 
     def __str__(self) -> str:
         return f"{self.verb} {self.pod_namespace}/{self.pod_name} @ {self.ts:%Y-%m-%d %H:%M:%S}"

@@ -10,10 +10,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import struct
 import threading
 import time
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -37,61 +40,90 @@ def _conf(name: str, default: Any) -> Any:
 
 
 # === decision log ==============================================================================
-# Decisions are buffered in-process and written with one bulk INSERT after the response has been
-# sent (ExtenderResponse.close) or by a background flusher, so logging never adds to what
-# kube-scheduler waits for. Breakdown arrays stay numpy until orjson serializes them at flush.
+# kube-scheduler calls filter and prioritize serially, so anything a worker does after answering
+# delays the next pod. A decision is therefore only encoded (orjson + zlib) and appended to a Redis
+# list once its response has been sent (ExtenderResponse.close → after_response: ~0.2 ms); the
+# Postgres INSERTs (batched) and the retention prune happen in ``drain_decisions``, run by a
+# Celery beat task every few seconds and by the decisions API before it reads. Without Redis the
+# records go straight to Postgres; without Postgres they wait (bounded) in Redis or in-process.
+
+DECISION_QUEUE_KEY = "netaware:scheduler:decisions"
+_HEADER = struct.Struct("!I")
+_DECISION_FIELDS = ("verb", "pod_namespace", "pod_name", "pod_uid", "profile", "workload", "node", "candidates",
+                    "result", "error", "duration_ms")
+
+
+def _encode_breakdown(breakdown: Mapping[str, Any]) -> bytes:
+    # zlib level 1 before Postgres sees it: far cheaper than jsonb parsing or TOAST's pglz.
+    return zlib.compress(orjson.dumps(breakdown, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS), 1)
+
+
+def _encode_record(record: Mapping[str, Any]) -> bytes:
+    header = orjson.dumps({k: v for k, v in record.items() if k != "breakdown"},
+                          option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    breakdown = record.get("breakdown")
+    return _HEADER.pack(len(header)) + header + (_encode_breakdown(breakdown) if breakdown else b"")
+
+
+def _decode_record(blob: bytes) -> Decision:
+    (size,) = _HEADER.unpack_from(blob)
+    header = orjson.loads(blob[_HEADER.size : _HEADER.size + size])
+    return Decision(
+        ts=datetime.fromisoformat(header["ts"]),
+        breakdown=blob[_HEADER.size + size :],
+        **{k: header[k] for k in _DECISION_FIELDS if k in header},
+    )
 
 
 class _DecisionLog:
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.pending: list[Decision] = []
-        self.first_pending_at = 0.0
+        self.pending: list[dict[str, Any]] = []
         self.since_prune = 0
-        self.thread: threading.Thread | None = None
         self.dropped = 0
 
-    def add(self, decision: Decision, *, flush_now: bool = False) -> None:
-        limit = int(_conf("DECISION_BUFFER_MAX", 5000))
+    def add(self, record: dict[str, Any], *, flush_now: bool = False) -> None:
         with self.lock:
-            if not self.pending:
-                self.first_pending_at = time.monotonic()
-            self.pending.append(decision)
-            if len(self.pending) > limit:  # the database has been away for long: keep the newest
+            self.pending.append(record)
+            limit = int(_conf("DECISION_BUFFER_MAX", 5000))
+            if len(self.pending) > limit:  # Redis and Postgres both away for long: keep the newest
                 drop = len(self.pending) - limit
                 del self.pending[:drop]
                 self.dropped += drop
-        if flush_now or float(_conf("DECISION_FLUSH_SECONDS", 0.5)) <= 0:
-            self.flush()
-        else:
-            self._ensure_thread()
+        if flush_now:
+            self.ship(direct=True)
 
-    def due(self) -> bool:
-        if not self.pending:
-            return False
-        if len(self.pending) >= int(_conf("DECISION_BATCH", 64)):
-            return True
-        return time.monotonic() - self.first_pending_at >= float(_conf("DECISION_FLUSH_SECONDS", 0.5))
-
-    def flush(self) -> int:
+    def ship(self, *, direct: bool = False) -> int:
+        """Hand pending records to Redis (or, with ``direct``/no Redis, to Postgres)."""
         with self.lock:
             batch, self.pending = self.pending, []
         if not batch:
             return 0
-        for decision in batch:
-            if isinstance(decision.breakdown, dict):
-                decision.breakdown = _encode_breakdown(decision.breakdown)
+        blobs = [_encode_record(r) for r in batch]
+        if not direct and _conf("DECISION_QUEUE", True):
+            try:
+                pipe = selectors.redis_client().pipeline(transaction=False)
+                pipe.rpush(DECISION_QUEUE_KEY, *blobs)
+                pipe.ltrim(DECISION_QUEUE_KEY, -int(_conf("DECISION_QUEUE_MAX", 50000)), -1)
+                pipe.execute()
+                return len(blobs)
+            except Exception as exc:
+                log.warning("decision log: Redis unavailable (%s), writing to the database", exc)
+        if self.write(blobs):
+            return len(blobs)
+        with self.lock:
+            self.pending[:0] = batch
+        return 0
+
+    def write(self, blobs: Sequence[bytes]) -> bool:
         try:
-            Decision.objects.bulk_create(batch)
+            Decision.objects.bulk_create([_decode_record(b) for b in blobs])
         except (DatabaseError, InterfaceError) as exc:
-            log.warning("decision log: %d decisions kept for later, database unavailable: %s", len(batch), exc)
-            with self.lock:
-                self.pending[:0] = batch
-                self.first_pending_at = time.monotonic()
+            log.warning("decision log: %d decisions wait, database unavailable: %s", len(blobs), exc)
             _close_broken_connection()
-            return 0
-        self.since_prune += len(batch)
-        keep = int(_conf("DECISION_RETENTION", 20000))
+            return False
+        self.since_prune += len(blobs)
+        keep = int(_conf("DECISION_RETENTION", 10000))
         if self.since_prune >= max(1, keep // 20):
             self.since_prune = 0
             try:
@@ -99,32 +131,11 @@ class _DecisionLog:
             except (DatabaseError, InterfaceError) as exc:
                 log.warning("decision log prune failed: %s", exc)
                 _close_broken_connection()
-        return len(batch)
-
-    def _ensure_thread(self) -> None:
-        if self.thread is not None and self.thread.is_alive():
-            return
-        with self.lock:
-            if self.thread is not None and self.thread.is_alive():
-                return
-            self.thread = threading.Thread(target=self._run, name="decision-log-flusher", daemon=True)
-            self.thread.start()
-
-    def _run(self) -> None:
-        # Only for an idle process: under load after_response() flushes between requests, which
-        # keeps the flush's serialization off every request's critical path (the GIL).
-        while True:
-            period = max(0.05, float(_conf("DECISION_FLUSH_SECONDS", 0.5)))
-            time.sleep(period)
-            try:
-                if self.pending and time.monotonic() - self.first_pending_at >= 2 * period:
-                    self.flush()
-            except Exception:  # never let the flusher die
-                log.exception("decision log flusher failed")
+        return True
 
 
 _decisions = _DecisionLog()
-atexit.register(lambda: _decisions.flush() if _decisions.pending else None)
+atexit.register(lambda: _decisions.ship() if _decisions.pending else None)
 
 
 def _close_broken_connection() -> None:
@@ -132,18 +143,50 @@ def _close_broken_connection() -> None:
         connection.close_if_unusable_or_obsolete()
 
 
+def stamp_duration(started: float) -> None:
+    """Set the pending decision's duration to the whole server-side handling time (parse, score,
+    serialize), measured by the view just before the response leaves."""
+    with _decisions.lock:
+        if _decisions.pending:
+            _decisions.pending[-1]["duration_ms"] = (time.perf_counter() - started) * 1000.0
+
+
 def after_response() -> None:
-    """Called once a response has been written: flush the decision buffer when a batch is due."""
-    if _decisions.due():
+    """Called once a response has been written: queue its decision (cheap, never raises)."""
+    if _decisions.pending:
         try:
-            _decisions.flush()
+            _decisions.ship()
         except Exception:
-            log.exception("decision log flush failed")
+            log.exception("decision log: shipping failed")
+
+
+def drain_decisions(*, limit: int = 5000) -> int:
+    """Move queued decisions from Redis into Postgres (batched) and prune; returns how many."""
+    moved = 0
+    client = selectors.redis_client()
+    while True:
+        pipe = client.pipeline(transaction=True)
+        pipe.lrange(DECISION_QUEUE_KEY, 0, limit - 1)
+        pipe.ltrim(DECISION_QUEUE_KEY, limit, -1)
+        blobs, _ = pipe.execute()
+        if not blobs:
+            return moved
+        if not _decisions.write(blobs):  # Postgres away: put them back in front, in order
+            client.lpush(DECISION_QUEUE_KEY, *reversed(blobs))
+            return moved
+        moved += len(blobs)
+        if len(blobs) < limit:
+            return moved
 
 
 def flush_decisions() -> int:
-    """Write every buffered decision now (tests, shutdown); returns how many were written."""
-    return _decisions.flush()
+    """Write every pending and queued decision to Postgres now (tests, the API, shutdown)."""
+    shipped = _decisions.ship()
+    try:
+        return drain_decisions()
+    except Exception as exc:  # Redis down: ship() already fell back to the database
+        log.warning("decision log: drain failed: %s", exc)
+        return shipped
 
 
 def prune_decisions(*, keep: int) -> int:
@@ -169,26 +212,25 @@ def log_decision(
     error: str = "",
     flush_now: bool = False,
 ) -> None:
-    decision = Decision(
-        ts=timezone.now(),
-        verb=verb,
-        pod_namespace=pod.namespace if pod else "",
-        pod_name=pod.name if pod else "",
-        pod_uid=pod.uid if pod else "",
-        profile=profile,
-        workload=workload,
-        node=node,
-        candidates=candidates,
-        result=dict(result or {}),
-        breakdown=dict(breakdown) if breakdown else b"",  # encoded at flush, off the request path
-        error=error,
-        duration_ms=(time.perf_counter() - started) * 1000.0,
-    )
-    _decisions.add(decision, flush_now=flush_now)
-
-
-def _encode_breakdown(breakdown: Mapping[str, Any]) -> bytes:
-    return orjson.dumps(breakdown, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    """Record one decision; it is encoded and queued after the response (``after_response``)."""
+    if not _conf("DECISION_LOG", True):
+        return
+    record = {
+        "ts": timezone.now().isoformat(),
+        "verb": str(verb),
+        "pod_namespace": pod.namespace if pod else "",
+        "pod_name": pod.name if pod else "",
+        "pod_uid": pod.uid if pod else "",
+        "profile": profile,
+        "workload": workload,
+        "node": node,
+        "candidates": candidates,
+        "result": dict(result or {}),
+        "breakdown": breakdown,
+        "error": error,
+        "duration_ms": (time.perf_counter() - started) * 1000.0,
+    }
+    _decisions.add(record, flush_now=flush_now)
 
 
 def log_bad_request(*, verb: str, error: str, started: float) -> None:

@@ -8,7 +8,13 @@ from django.conf import settings
 from . import services
 
 
+@shared_task(name="scheduler.drain_decisions", ignore_result=True)
+def drain_decisions() -> int:
+    """Move queued extender decisions from Redis into Postgres (and prune to the retention)."""
+    return services.drain_decisions()
+
+
 @shared_task(name="scheduler.prune_decisions")
 def prune_decisions() -> int:
     """Keep only the newest NETAWARE["DECISION_RETENTION"] decisions (also pruned on insert)."""
-    return services.prune_decisions(keep=int(settings.NETAWARE.get("DECISION_RETENTION", 20000)))
+    return services.prune_decisions(keep=int(settings.NETAWARE.get("DECISION_RETENTION", 10000)))

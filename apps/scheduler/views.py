@@ -78,6 +78,7 @@ def _endpoint(verb: str, handler: Callable[[bytes, float], bytes], on_error: Cal
             message = f"internal error in {verb}: {type(exc).__name__}: {exc}"
             services.log_bad_request(verb=verb, error=message, started=started)
             payload = on_error(message)
+        services.stamp_duration(started)
         return ExtenderResponse(payload, content_type=JSON)
 
     view.__name__ = f"extender_{verb}"

@@ -318,10 +318,11 @@ def load_kep_fixture(*, placements: dict[str, str] | None = None) -> list[str]:
 
 
 def use_extender_test_settings(settings: Any, **overrides: Any) -> None:
-    """Synchronous decision log and a database freshness check on every request (tests)."""
+    """Decisions written straight to Postgres after each response (no Redis queue) and a database
+    freshness check on every request (tests)."""
     settings.NETAWARE = {
         **settings.NETAWARE,
-        "DECISION_FLUSH_SECONDS": 0,
+        "DECISION_QUEUE": False,
         "STATE_DB_CHECK_SECONDS": 0,
         "STATE_RETRY_AFTER_SECONDS": 0,
         **overrides,

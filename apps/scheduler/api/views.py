@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from django.db.models import QuerySet
 from rest_framework import mixins, status, viewsets
 from rest_framework.exceptions import ValidationError
@@ -38,6 +40,9 @@ class DecisionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     filterset_class = DecisionFilterSet
 
     def get_queryset(self) -> QuerySet[Decision]:
+        # Decisions reach Postgres in batches (services.drain_decisions); read the newest too.
+        with contextlib.suppress(Exception):  # the database is down: the query below reports it
+            services.flush_decisions()
         qs = Decision.objects.all().order_by("-id")
         if self.action == "list":
             qs = qs.defer("breakdown")

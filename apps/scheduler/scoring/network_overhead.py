@@ -107,46 +107,51 @@ def overhead(state: ClusterState, ref: WorkloadRef, candidates: Sequence[str]) -
         return OverheadResult(costs, satisfied, violated, has_dependencies=bool(deps))
     places = _state_places(state)
     index = places.index
-    # Unknown nodes (-1) get zone/region code 0 (""), as a node without labels.
+    # Costs depend only on (zone, region) "places", except on the same node: work on the few distinct
+    # candidate and target places, then correct the same-node pairs.
     cand = lookup(index, candidates)
     cand_safe = np.where(cand >= 0, cand, 0)
-    cand_zone = np.where(cand >= 0, places.zone[cand_safe], 0)
-    cand_region = np.where(cand >= 0, places.region[cand_safe], 0)
-    # Same node is decided by name, so give unknown candidates distinct negative ids.
-    cand_id = np.where(cand >= 0, cand, -2 - np.arange(c))
+    cz = np.where(cand >= 0, places.zone[cand_safe], 0)  # unknown node: no zone, no region
+    cr = np.where(cand >= 0, places.region[cand_safe], 0)
+    nr = places.region_cost.shape[0]
+    c_places, c_of = np.unique(cz * nr + cr, return_inverse=True)
+    pz, pr = c_places // nr, c_places % nr
     for dep, nodes in placed:
         if not nodes:
             continue
-        rows = lookup(index, nodes)
-        # Placed pods on nodes nobody knows: no zone, no region (upstream: MaxCost / violated).
-        known_rows, counts = np.unique(rows, return_counts=True)
-        t_safe = np.where(known_rows >= 0, known_rows, 0)
-        t_zone = np.where(known_rows >= 0, places.zone[t_safe], 0)
-        t_region = np.where(known_rows >= 0, places.region[t_safe], 0)
-        t_blank = np.where(known_rows >= 0, places.blank[t_safe], True)
-        t_id = np.where(known_rows >= 0, known_rows, -1)
-        same_node = cand_id[:, None] == t_id[None, :]  # (C, U)
-        same_region = cand_region[:, None] == t_region[None, :]
-        same_zone = same_region & (cand_zone[:, None] == t_zone[None, :])
-        pair_cost = np.where(
-            same_region,
-            places.zone_cost[cand_zone[:, None], t_zone[None, :]],
-            places.region_cost[cand_region[:, None], t_region[None, :]],
-        )
+        rows, counts = np.unique(lookup(index, nodes), return_counts=True)
+        t_safe = np.where(rows >= 0, rows, 0)
+        tz = np.where(rows >= 0, places.zone[t_safe], 0)
+        tr = np.where(rows >= 0, places.region[t_safe], 0)
+        t_places, t_of = np.unique(tz * nr + tr, return_inverse=True)
+        t_counts = np.bincount(t_of, weights=counts).astype(np.float64)
+        qz, qr = t_places // nr, t_places % nr
+        t_blank = (qz == 0) & (qr == 0)  # neither zone nor region
+        same_region = pr[:, None] == qr[None, :]
+        same_zone = same_region & (pz[:, None] == qz[None, :])
+        pair_cost = np.where(same_region, places.zone_cost[pz[:, None], qz[None, :]],
+                             places.region_cost[pr[:, None], qr[None, :]])
         unknown_cost = np.isnan(pair_cost)
         cost = np.where(unknown_cost, MAX_COST, pair_cost)
         cost = np.where(same_zone, SAME_ZONE_COST, cost)
         cost = np.where(t_blank[None, :], MAX_COST, cost)
-        cost = np.where(same_node, SAME_NODE_COST, cost)
-        weights = counts.astype(np.float64)
-        costs += cost @ weights
+        costs += (cost @ t_counts)[c_of]
+        # Same node: cost 0 (instead of the same-place cost) and always satisfied.
+        t_ids = np.where(rows >= 0, rows, -1)
+        hit = np.nonzero((cand >= 0) & np.isin(cand, t_ids[t_ids >= 0]))[0]
+        j = np.searchsorted(rows, cand[hit])
+        blank_j = t_blank[t_of[j]]
+        costs[hit] += counts[j] * (SAME_NODE_COST - np.where(blank_j, MAX_COST, SAME_ZONE_COST))
         if dep.max_network_cost is None:
             continue
         limit = dep.max_network_cost
-        ok = same_node | (~t_blank[None, :] & (same_zone | (~unknown_cost & (pair_cost <= limit))))
-        bad = ~same_node & (t_blank[None, :] | (~same_zone & ~unknown_cost & (pair_cost > limit)))
-        satisfied += (ok @ counts).astype(np.int64)
-        violated += (bad @ counts).astype(np.int64)
+        ok = ~t_blank[None, :] & (same_zone | (~unknown_cost & (pair_cost <= limit)))
+        bad = t_blank[None, :] | (~same_zone & ~unknown_cost & (pair_cost > limit))
+        satisfied += np.rint(ok @ t_counts).astype(np.int64)[c_of]
+        violated += np.rint(bad @ t_counts).astype(np.int64)[c_of]
+        moved = np.where(blank_j, counts[j], 0)
+        satisfied[hit] += moved
+        violated[hit] -= moved
     return OverheadResult(costs, satisfied, violated, has_dependencies=True)
 
 
