@@ -233,12 +233,14 @@ def free_port() -> int:
 
 def start_gunicorn(port: int, workers: int) -> subprocess.Popen:
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
-    env = {**os.environ, "DEBUG": "false", "ALLOWED_HOSTS": "*", "LOG_LEVEL": "WARNING"}
+    # One BLAS thread per worker (docs/scoring.md): two workers on two cores must not each fan out.
+    env = {**os.environ, "DEBUG": "false", "ALLOWED_HOSTS": "*", "LOG_LEVEL": "WARNING",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     proc = subprocess.Popen(
-        # gthread with one thread: one request at a time per worker (no GIL sharing), but HTTP
-        # keep-alive, which kube-scheduler's Go client uses.
-        [gunicorn, "netaware_site.wsgi", "-w", str(workers), "-k", "gthread", "--threads", "1",
-         "--keep-alive", "30", "-b", f"127.0.0.1:{port}", "--timeout", "300", "--log-level", "warning"],
+        # Sync workers: one request at a time per process, no GIL sharing. (gthread with one thread
+        # and keep-alive measured slower here: finished requests wait for the main loop's poll.)
+        [gunicorn, "netaware_site.wsgi", "-w", str(workers), "--threads", "1", "-b", f"127.0.0.1:{port}",
+         "--timeout", "300", "--log-level", "warning"],
         cwd=ROOT, env=env, start_new_session=True,
     )
     deadline = time.monotonic() + 30
@@ -271,7 +273,7 @@ _conns: dict[int, http.client.HTTPConnection] = {}
 
 
 def post(port: int, path: str, body: bytes) -> bytes:
-    """POST over a kept-alive connection (as kube-scheduler's Go client does)."""
+    """POST (the sync worker closes each connection; http.client reconnects as Go's client does)."""
     for attempt in range(2):
         conn = _conns.get(port)
         if conn is None:
@@ -305,7 +307,7 @@ def timed(port: int, calls: list[tuple[str, bytes]], repeats: int) -> list[float
 
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100.0 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q / 100.0 * (len(ordered) - 1)))]
 
 
 # --- throughput ---------------------------------------------------------------------------------

@@ -161,7 +161,19 @@ NETAWARE = {
     "KUBE_TOKEN": env("KUBE_TOKEN", ""),
     "KUBE_CA_FILE": env("KUBE_CA_FILE", ""),
     "KUBE_NAMESPACE": env("KUBE_NAMESPACE", "netaware-system"),
+    # Scheduler extender (docs/scheduler.md).
+    "DECISION_LOG": env_bool("NETAWARE_DECISION_LOG", True),
+    "DECISION_RETENTION": env_int("NETAWARE_DECISION_RETENTION", 10000),
+    "DECISION_QUEUE": env_bool("NETAWARE_DECISION_QUEUE", True),
+    "DECISION_QUEUE_MAX": env_int("NETAWARE_DECISION_QUEUE_MAX", 20000),
+    "STATE_DB_CHECK_SECONDS": env_float("NETAWARE_STATE_DB_CHECK_SECONDS", 2.0),
+    "STATE_MAX_AGE_SECONDS": env_float("NETAWARE_STATE_MAX_AGE_SECONDS", 15.0),
+    "STATE_RETRY_AFTER_SECONDS": env_float("NETAWARE_STATE_RETRY_AFTER_SECONDS", 1.0),
+    "HOTSPOT_WINDOW_SECONDS": env_int("NETAWARE_HOTSPOT_WINDOW_SECONDS", 300),
+    "BIND_ATTEMPTS": env_int("NETAWARE_BIND_ATTEMPTS", 4),
 }
+# Largest extender request body read (a 5,000-node NodeList is ~9 MB); larger ones get an Error.
+MAX_EXTENDER_BODY = env_int("NETAWARE_MAX_EXTENDER_BODY", 32 * 1024 * 1024)
 
 LOGGING = {
     "version": 1,

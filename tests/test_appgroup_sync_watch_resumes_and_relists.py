@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from apps.appgroups import sync
+from apps.appgroups import resources, sync
 from apps.appgroups.models import AppGroup
 from netaware_site import kube
 
@@ -46,6 +46,14 @@ def _wait_for(predicate, timeout: float = 8.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def _settled(fake, name: str) -> bool:
+    cr = fake.get(G, V, P, name, "shop")
+    spec_hash = resources.spec_hash(resources.spec_from_resource(cr))
+    return (cr["metadata"].get("annotations") or {}).get(sync.SYNCED_HASH_ANNOTATION) == spec_hash and (
+        cr.get("status") or {}
+    ).get("observedGeneration") == cr["metadata"]["generation"]
 
 
 def _lists(fake) -> int:
@@ -100,6 +108,7 @@ def test_watch_imports_kubectl_changes_resumes_and_relists_after_410(fake_kube, 
     live["spec"]["workloads"][0]["weight"] = 0.25
     api.replace_namespaced_custom_object(G, V, "shop", P, "first", live)
     assert _wait_for(lambda: AppGroup.objects.get(name="first").workloads.get(name="web").weight == 0.25)
+    assert _wait_for(lambda: _settled(fake_kube, "first"))  # the sync's own follow-up writes are done
 
     # history compacted past the watcher's version: the next watch gets 410 and the loop re-lists
     for i in range(3):
@@ -113,9 +122,10 @@ def test_watch_imports_kubectl_changes_resumes_and_relists_after_410(fake_kube, 
 
 def test_watch_survives_an_api_server_outage(fake_kube, watcher):
     fake_kube.down()
-    time.sleep(1.5)
+    # the watch breaks, the re-list fails after its retries and the pass reports it
+    assert _wait_for(lambda: any(not report.ok for report in watcher), timeout=20)
     assert AppGroup.objects.count() == 0
     fake_kube.create(G, V, P, _doc("after-outage"), namespace="shop")  # written while we were cut off
     fake_kube.up()
-    assert _wait_for(lambda: AppGroup.objects.filter(name="after-outage").exists(), timeout=20)
-    assert any(not report.ok for report in watcher)  # the failed pass was reported, then it recovered
+    assert _wait_for(lambda: AppGroup.objects.filter(name="after-outage").exists(), timeout=40)
+    assert _wait_for(lambda: watcher[-1].ok)  # the pass that imported it completed cleanly

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import orjson
@@ -40,24 +41,37 @@ def test_retention_keeps_only_the_newest_decisions(client, nodes, settings):
 
 
 def test_decisions_are_queued_in_redis_and_drained_in_batches(client, nodes, settings):
-    """Off the request path: a decision is only pushed to a Redis list after its response; the
-    Celery task (or the API, before reading) moves the queue into Postgres in one batch."""
-    settings.NETAWARE = {**settings.NETAWARE, "DECISION_QUEUE": True}
+    """Off the request path: a decision is encoded after its response and rides to a Redis list
+    with the next request's state check; the Celery task (or the API, before reading) moves the
+    queue into Postgres in one batch."""
+    settings.NETAWARE = {**settings.NETAWARE, "DECISION_QUEUE": True, "DECISION_OUTBOX_MAX_AGE": 3600}
     redis = selectors.redis_client()
     redis.delete(services.DECISION_QUEUE_KEY)
-    for i in range(3):
-        call(client, "filter", k8s_pod(f"p3-q{i}", labels={"app": "p3"}), nodes)
-    call(client, "prioritize", k8s_pod("p3-q3", labels={"app": "p3"}), nodes)
+    for i in range(4):
+        call(client, "filter" if i < 3 else "prioritize", k8s_pod(f"p3-q{i}", labels={"app": "p3"}), nodes)
     assert Decision.objects.count() == 0
+    assert redis.llen(services.DECISION_QUEUE_KEY) == 3  # the 4th waits for the next request
+    call(client, "filter", k8s_pod("p3-q4", labels={"app": "p3"}), nodes)
     assert redis.llen(services.DECISION_QUEUE_KEY) == 4
     assert tasks.drain_decisions() == 4
     assert redis.llen(services.DECISION_QUEUE_KEY) == 0
     assert list(Decision.objects.order_by("id").values_list("pod_name", flat=True)) == [
         "p3-q0", "p3-q1", "p3-q2", "p3-q3"]
     assert Decision.objects.get(pod_name="p3-q3").breakdown_data["nodes"] == nodes
-    call(client, "filter", k8s_pod("p3-q4", labels={"app": "p3"}), nodes)
-    listed = client.get("/api/scheduler/decisions/", {"pod": "p3-q4"}).json()  # the API drains first
+    listed = client.get("/api/scheduler/decisions/", {"pod": "p3-q4"}).json()  # the API flushes first
     assert listed["count"] == 1
+
+
+def test_an_idle_process_pushes_its_outbox(client, nodes, settings):
+    settings.NETAWARE = {**settings.NETAWARE, "DECISION_QUEUE": True, "DECISION_OUTBOX_MAX_AGE": 0.2}
+    redis = selectors.redis_client()
+    redis.delete(services.DECISION_QUEUE_KEY)
+    call(client, "filter", k8s_pod("p3-idle", labels={"app": "p3"}), nodes)
+    deadline = time.monotonic() + 5
+    while redis.llen(services.DECISION_QUEUE_KEY) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert redis.llen(services.DECISION_QUEUE_KEY) == 1
+    assert services.flush_decisions() == 1
 
 
 def test_decisions_api_lists_filters_and_shows_the_breakdown(client, nodes):

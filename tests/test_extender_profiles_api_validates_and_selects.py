@@ -97,3 +97,11 @@ def test_the_annotation_selects_an_edited_profile(client, ext):
     response = client.post("/scheduler/filter", orjson.dumps(extender_args(plain, node_names=nodes)),
                            content_type="application/json")
     assert orjson.loads(response.content)["NodeNames"] == nodes
+
+
+def test_scheduler_endpoints_are_in_the_schema(client, ext):
+    paths = client.get("/api/schema/?format=json").json()["paths"]
+    for path in ("/api/scheduler/profiles/", "/api/scheduler/profiles/{name}/", "/api/scheduler/decisions/",
+                 "/api/scheduler/decisions/{id}/", "/api/scheduler/diagnose"):
+        assert path in paths, path
+    assert {p["name"] for p in paths["/api/scheduler/diagnose"]["get"]["parameters"]} >= {"pod", "labels", "profile"}

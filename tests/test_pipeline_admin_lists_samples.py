@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 import pytest
 from django.contrib import admin
 
-from apps.probes.models import NodeRollup, NodeSample, PairRollup, PairSample, PullWatermark
+from apps.probes.models import NodeRollup, NodeSample, PairRollup, PairSample, PullWatermark, WindowDigest
 
 pytestmark = pytest.mark.django_db
 
-MODELS = (PairSample, NodeSample, PairRollup, NodeRollup, PullWatermark)
+MODELS = (PairSample, NodeSample, PairRollup, NodeRollup, PullWatermark, WindowDigest)
 
 
 def test_changelists_render_with_search_and_filters(admin_client):
@@ -22,10 +22,11 @@ def test_changelists_render_with_search_and_filters(admin_client):
                               maximum=1, mean=1)
     NodeRollup.objects.create(bucket=ts, series="cpu_utilization", node="n1", count=1, minimum=1, maximum=1, mean=1)
     PullWatermark.objects.create(query="pair:rtt_p90", last_end=ts)
+    WindowDigest.objects.create(series="rtt_p90", ts=ts, pair_count=1, digest=42)
     for model in MODELS:
         assert model in admin.site._registry
         url = f"/admin/probes/{model._meta.model_name}/"
-        response = admin_client.get(url, {"q": "n1"} if model is not PullWatermark else {"q": "rtt"})
+        response = admin_client.get(url, {"q": "rtt" if model in (PullWatermark, WindowDigest) else "n1"})
         assert response.status_code == 200, url
         assert response.context["cl"].result_count == 1, url  # the search matched the one row
     assert admin_client.get("/admin/probes/pairsample/", {"series__exact": "rtt_p90"}).status_code == 200

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from apps.probes.models import NodeRollup, NodeSample, PairRollup, PairSample
+from apps.probes.models import NodeRollup, NodeSample, PairRollup, PairSample, WindowDigest
 from apps.probes.services import apply_retention
 
 pytestmark = pytest.mark.django_db
@@ -36,6 +36,8 @@ def test_old_raw_rows_become_hourly_rollups(retention):
                                   value=value * 100)
     recent = PairSample.objects.create(ts=datetime(2030, 6, 1, 10, 0, tzinfo=UTC), series="rtt_p90",
                                        source="a", target="b", value=0.009)
+    for ts in (old_hour, recent.ts):
+        WindowDigest.objects.create(series="rtt_p90", ts=ts, pair_count=1, digest=1)
 
     result = apply_retention(now=NOW)
     assert result.raw_deleted == 8 and result.pair_rollups == 1 and result.node_rollups == 1
@@ -44,6 +46,7 @@ def test_old_raw_rows_become_hourly_rollups(retention):
     assert (node.count, node.minimum, node.maximum, node.mean) == (4, 0.1, 0.5, pytest.approx(0.3))
     assert list(PairSample.objects.values_list("id", flat=True)) == [recent.id]
     assert not NodeSample.objects.exists()
+    assert list(WindowDigest.objects.values_list("ts", flat=True)) == [recent.ts]
 
     # Idempotent: a second run changes nothing.
     before = _rollups()

@@ -69,39 +69,57 @@ def test_up_brings_stack_up_and_topology_matches_scenario(stack):
 
     scenario = load_scenario(ROOT / "scenarios" / "paper-testbed.yaml")
     names = scenario.node_names
+
+    def mismatches(body: dict) -> list[str]:
+        """Everything in the served topology that does not match the scenario (empty = all good)."""
+        spec = body["spec"]
+        problems: list[str] = []
+        if body.get("status", {}).get("stale"):
+            problems.append(f"snapshot is stale: {body['status'].get('staleReason')}")
+        loss_by_zone_pair: dict[tuple[str, str], list[float]] = {}
+        for source in names:
+            for target in names:
+                if source == target:
+                    continue
+                link = scenario.link(source, target)
+                assert link is not None
+                try:
+                    latency = spec["latency"][source][target]
+                    bandwidth = spec["bandwidth"][source][target]
+                    loss = spec["lossrate"][source][target]
+                except KeyError:
+                    problems.append(f"{source}->{target} missing")
+                    continue
+                # The emulator draws RTTs whose p90 is the scenario value: p90 must sit within 15 %.
+                if abs(latency - link.latency_ms) > 0.15 * link.latency_ms:
+                    problems.append(f"{source}->{target} latency {latency} vs {link.latency_ms}")
+                if abs(bandwidth - link.bandwidth_mbps) > 0.15 * link.bandwidth_mbps:
+                    problems.append(f"{source}->{target} bandwidth {bandwidth} vs {link.bandwidth_mbps}")
+                # Per pair, loss is a binomial estimate over one rate window (a few hundred probes), so a
+                # single pair may stray a few points; the zone-pair mean must be close.
+                if abs(loss - link.loss_pct) > 6.0:
+                    problems.append(f"{source}->{target} loss {loss} vs {link.loss_pct}")
+                zone_pair = (scenario.node(source).zone, scenario.node(target).zone)
+                loss_by_zone_pair.setdefault(zone_pair, []).append(loss - link.loss_pct)
+        for zone_pair, errors in loss_by_zone_pair.items():
+            mean_error = sum(errors) / len(errors)
+            if abs(mean_error) > 1.5:
+                problems.append(f"zone pair {zone_pair} mean loss error {mean_error:.2f} points")
+        return problems
+
+    # The issue's promise: within 3 minutes of start-up the topology shows every node and matches.
     deadline = time.monotonic() + 180
-    body: dict = {}
+    problems: list[str] = ["no topology served yet"]
     while time.monotonic() < deadline:
         response = requests.get(f"{stack['web']}/api/topology/", timeout=5)
         if response.ok:
             body = response.json()
-            latency = body["spec"]["latency"]
-            complete = all(len(latency.get(s, {})) == len(names) - 1 for s in names)
-            if complete and not body.get("status", {}).get("stale"):
+            assert set(body["spec"]["latency"]) <= set(names)
+            problems = mismatches(body)
+            if not problems:
                 break
         time.sleep(5)
-    assert body, "no topology within 3 minutes"
-    spec = body["spec"]
-    assert set(spec["latency"]) == set(names)
-    loss_by_zone_pair: dict[tuple[str, str], list[float]] = {}
-    for source in names:
-        for target in names:
-            if source == target:
-                continue
-            link = scenario.link(source, target)
-            assert link is not None
-            latency = spec["latency"][source][target]
-            # The emulator's RTT samples spread around the nominal value: p90 must sit within 15 %.
-            assert abs(latency - link.latency_ms) <= 0.15 * link.latency_ms + 0.05, (source, target, latency)
-            bandwidth = spec["bandwidth"][source][target]
-            assert abs(bandwidth - link.bandwidth_mbps) <= 0.15 * link.bandwidth_mbps, (source, target, bandwidth)
-            loss = spec["lossrate"][source][target]
-            # Per pair, loss is a binomial estimate over one rate window (a few hundred probes), so a
-            # single pair may stray a few points; the zone-pair mean below must be close.
-            assert abs(loss - link.loss_pct) <= 6.0, (source, target, loss)
-            zone_pair = (scenario.node(source).zone, scenario.node(target).zone)
-            loss_by_zone_pair.setdefault(zone_pair, []).append(loss - link.loss_pct)
-    for zone_pair, errors in loss_by_zone_pair.items():
-        assert abs(sum(errors) / len(errors)) <= 1.5, (zone_pair, sum(errors) / len(errors))
+    assert not problems, f"{len(problems)} mismatches after 3 minutes, e.g. {problems[:10]}"
+    assert set(body["spec"]["latency"]) == set(names)
     dashboard = requests.get(f"{stack['web']}/", timeout=5)
     assert dashboard.ok and b"Network topology" in dashboard.content

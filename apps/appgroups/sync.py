@@ -630,6 +630,14 @@ def _watch_loop(
     failures = 0
     rv = ""
     last_pass = 0.0
+    current: list[k8s_watch.Watch] = []
+
+    def interrupt() -> None:  # stop promptly (SIGTERM) instead of waiting for the watch to time out
+        stop.wait()
+        for open_stream in list(current):
+            open_stream.stop()
+
+    threading.Thread(target=interrupt, name="appgroup-watch-stop", daemon=True).start()
     while not stop.is_set():
         close_old_connections()
         if not rv or time.monotonic() - last_pass >= resync_seconds:
@@ -641,9 +649,9 @@ def _watch_loop(
                 failures += 1
                 stop.wait(kube.backoff_delay(failures, base_delay=0.5, max_delay=30.0) + 0.1)
                 continue
-            failures = 0
             rv = report.resource_version
         stream = k8s_watch.Watch()
+        current[:] = [stream]
         try:
             for event in stream.stream(
                 kube.custom_objects().list_cluster_custom_object,
@@ -663,14 +671,22 @@ def _watch_loop(
                 elif event["type"] in {"ADDED", "MODIFIED"}:
                     reconcile(key, cr=obj, fetched=True)
                 if stop.is_set():
-                    stream.stop()
                     break
+            failures = 0  # a watch that ran to its timeout: resume from rv without re-listing
         except ApiException as exc:
             if exc.status == 410:
                 log.info("AppGroup watch expired (%s): re-listing", kube.describe(exc))
             else:
+                failures += 1
                 log.warning("AppGroup watch failed: %s", kube.describe(exc))
             rv = ""
         except Exception as exc:
+            if stop.is_set():
+                break
+            failures += 1
             log.warning("AppGroup watch interrupted: %s", kube.describe(exc))
             rv = ""
+        finally:
+            current.clear()
+        if failures:
+            stop.wait(kube.backoff_delay(failures, base_delay=0.5, max_delay=30.0))

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from .models import NodeRollup, NodeSample, PairRollup, PairSample, PullWatermark
+from .models import NodeRollup, NodeSample, PairRollup, PairSample, PullWatermark, WindowDigest
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -55,3 +55,11 @@ class PullWatermarkAdmin(admin.ModelAdmin):
     list_display = ("query", "last_end", "updated_at")
     search_fields = ("query",)
     readonly_fields = ("updated_at",)
+
+
+@admin.register(WindowDigest)
+class WindowDigestAdmin(ReadOnlyAdmin):
+    list_display = ("ts", "series", "pair_count", "digest")
+    list_filter = ("series",)
+    search_fields = ("series",)
+    date_hierarchy = "ts"

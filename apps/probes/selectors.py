@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from itertools import pairwise
 
 import numpy as np
 from django.conf import settings
@@ -24,7 +25,11 @@ PairValues = tuple[list[str], list[str], np.ndarray, np.ndarray]
 
 _T = PairSample._meta.db_table
 _D = WindowDigest._meta.db_table
-_COLS = "source, target, value, EXTRACT(EPOCH FROM ts)::float8"
+# Each query returns one row of four aligned arrays: ~4x faster to fetch than 40k row tuples.
+_AGG = (
+    "SELECT array_agg(source), array_agg(target), array_agg(value), array_agg(epoch) FROM ({inner}) AS x"
+)
+_COLS = "source, target, value, EXTRACT(EPOCH FROM ts)::float8 AS epoch"
 # Any data, however written: newest row per pair over the whole look-back (cost grows with it).
 _LATEST_SQL = (
     f"SELECT DISTINCT ON (source, target) {_COLS} FROM {_T} WHERE series = %s AND ts >= %s "
@@ -32,29 +37,37 @@ _LATEST_SQL = (
 )
 _NEWEST_TS_SQL = f"SELECT max(ts) FROM {_T} WHERE series = %s AND ts >= %s"
 _DIGESTS_SQL = f"SELECT ts, digest FROM {_D} WHERE series = %s AND ts >= %s AND ts <= %s"
-_WINDOW_SQL = f"SELECT {_COLS} FROM {_T} WHERE series = %s AND ts = %s ORDER BY source, target"
+_WINDOW_SQL = f"SELECT {_COLS} FROM {_T} WHERE series = %(series)s AND ts = %(newest)s ORDER BY source, target"
 # Pairs of the listed older windows that the newest window lacks, newest row each.
 _TAIL_SQL = (
-    f"SELECT DISTINCT ON (o.source, o.target) o.source, o.target, o.value, EXTRACT(EPOCH FROM o.ts)::float8 "
+    f"SELECT DISTINCT ON (o.source, o.target) o.source, o.target, o.value, "
+    f"EXTRACT(EPOCH FROM o.ts)::float8 AS epoch "
     f"FROM {_T} o WHERE o.series = %(series)s AND o.ts = ANY(%(stamps)s) AND NOT EXISTS ("
     f"SELECT 1 FROM {_T} n WHERE n.series = %(series)s AND n.ts = %(newest)s "
     f"AND n.source = o.source AND n.target = o.target) ORDER BY o.source, o.target, o.ts DESC"
 )
+_EMPTY: PairValues = ([], [], np.empty(0, dtype=np.float64), np.empty(0, dtype=np.float64))
 
 
-def _arrays(rows: list[tuple]) -> PairValues:
-    if not rows:
+def _fetch(cursor, inner: str, params: object) -> PairValues:  # type: ignore[no-untyped-def]
+    cursor.execute(_AGG.format(inner=inner), params)
+    sources, targets, values, stamps = cursor.fetchone()
+    if not sources:
         return [], [], np.empty(0, dtype=np.float64), np.empty(0, dtype=np.float64)
-    sources, targets, values, stamps = zip(*rows, strict=True)
-    return (
-        list(sources),
-        list(targets),
-        np.fromiter(values, dtype=np.float64, count=len(rows)),
-        np.fromiter(stamps, dtype=np.float64, count=len(rows)),
-    )
+    return sources, targets, np.asarray(values, dtype=np.float64), np.asarray(stamps, dtype=np.float64)
 
 
-def _latest_rows(cursor, series: str, since: datetime) -> list[tuple]:  # type: ignore[no-untyped-def]
+def _sorted(parts: PairValues) -> PairValues:
+    """Order by (source, target); the aggregates keep their input order, which is checked, not assumed."""
+    sources, targets, values, stamps = parts
+    keys = list(zip(sources, targets, strict=True))
+    if all(a < b for a, b in pairwise(keys)):
+        return parts
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return [sources[i] for i in order], [targets[i] for i in order], values[order], stamps[order]
+
+
+def _latest(cursor, series: str, since: datetime) -> PairValues:  # type: ignore[no-untyped-def]
     """Newest window in full, plus only those older windows whose pair set differs from it.
 
     Windows stored by the pipeline carry a WindowDigest; an older window with the newest window's
@@ -64,22 +77,25 @@ def _latest_rows(cursor, series: str, since: datetime) -> list[tuple]:  # type: 
     cursor.execute(_NEWEST_TS_SQL, [series, since])
     newest = cursor.fetchone()[0]
     if newest is None:
-        return []
+        return _EMPTY
     cursor.execute(_DIGESTS_SQL, [series, since, newest])
     digests = dict(cursor.fetchall())
     head_digest = digests.get(newest)
     if head_digest is None:
-        cursor.execute(_LATEST_SQL, [series, since])
-        return cursor.fetchall()
-    cursor.execute(_WINDOW_SQL, [series, newest])
-    rows = cursor.fetchall()
+        return _sorted(_fetch(cursor, _LATEST_SQL, [series, since]))
+    head = _fetch(cursor, _WINDOW_SQL, {"series": series, "newest": newest})
     stamps = [ts for ts, digest in digests.items() if ts != newest and digest != head_digest]
-    if stamps:
-        cursor.execute(_TAIL_SQL, {"series": series, "stamps": stamps, "newest": newest})
-        tail = cursor.fetchall()
-        if tail:
-            rows = sorted(rows + tail, key=lambda row: (row[0], row[1]))
-    return rows
+    if not stamps:
+        return _sorted(head)
+    tail = _fetch(cursor, _TAIL_SQL, {"series": series, "stamps": stamps, "newest": newest})
+    if not tail[0]:
+        return _sorted(head)
+    return _sorted((
+        list(head[0]) + list(tail[0]),
+        list(head[1]) + list(tail[1]),
+        np.concatenate([head[2], tail[2]]),
+        np.concatenate([head[3], tail[3]]),
+    ))
 
 
 def latest_pair_values(*, series: Sequence[str], since: datetime) -> dict[str, PairValues]:
@@ -94,7 +110,7 @@ def latest_pair_values(*, series: Sequence[str], since: datetime) -> dict[str, P
     if unknown:
         raise ValueError(f"series: unknown {unknown!r} (valid: {sorted(valid)})")
     with connection.cursor() as cursor:
-        return {name: _arrays(_latest_rows(cursor, name, since)) for name in series}
+        return {name: _latest(cursor, name, since) for name in series}
 
 
 _USAGE_SQL = f"""

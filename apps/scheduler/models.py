@@ -29,6 +29,45 @@ class FastJSONField(models.JSONField):
         return super().get_db_prep_value(value, connection, prepared)
 
 
+class CompressedJSONField(models.BinaryField):
+    """A JSON document stored as zlib-compressed orjson in bytea; reads back as Python data.
+
+    Decision breakdowns are ~25 kB per 500 nodes and written at hundreds per second: jsonb parsing
+    (or TOAST's pglz) made the batched INSERT ~10x slower. Already-encoded bytes (from the decision
+    queue) are stored as they are."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("editable", False)
+        super().__init__(*args, **kwargs)
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        return decode_json_blob(value)
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, bytes | bytearray | memoryview):
+            return decode_json_blob(value)
+        return value
+
+    def get_prep_value(self, value: Any) -> Any:
+        if isinstance(value, bytes | bytearray | memoryview):
+            return bytes(value)
+        if value is None or value == {} or value == []:
+            return b""
+        return zlib.compress(orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS), 1)
+
+    def value_to_string(self, obj: Any) -> str:
+        return orjson.dumps(self.value_from_object(obj), option=orjson.OPT_SERIALIZE_NUMPY).decode()
+
+
+def decode_json_blob(value: Any) -> Any:
+    if value is None:
+        return {}
+    raw = bytes(value)
+    if not raw:
+        return {}
+    return orjson.loads(zlib.decompress(raw))
+
+
 class SchedulerProfile(models.Model):
     """A named set of scorers (with weights and params) and filters; one profile is the default.
 
@@ -82,11 +121,9 @@ class Decision(models.Model):
     node = models.CharField(max_length=253, blank=True, help_text="bind target / best node")
     candidates = models.PositiveIntegerField(default=0)
     result = FastJSONField(default=dict, blank=True)
-    # zlib-compressed orjson, column-oriented: {"nodes": [...], "total": [...], "extender": [...],
-    # "scorers": {name: [...]}, "reasons": {node: reason}}. Stored as bytea, not jsonb: a 500-node
-    # breakdown is ~25 kB and jsonb parsing made each batched INSERT ~10x slower. The API
-    # presents it node by node (``Decision.breakdown_data``).
-    breakdown = models.BinaryField(default=bytes, blank=True, editable=False)
+    # Column-oriented: {"nodes": [...], "total": [...], "extender": [...], "scorers": {name: [...]},
+    # "reasons": {node: reason}}; the API presents it node by node (services.decision_breakdown_by_node).
+    breakdown = CompressedJSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     duration_ms = models.FloatField(default=0.0)
 
@@ -99,12 +136,11 @@ class Decision(models.Model):
 
     @property
     def breakdown_data(self) -> dict[str, Any]:
-        raw = self.breakdown
-        if not raw:
-            return {}
-        if isinstance(raw, dict):  # not yet serialized (still in the write buffer)
-            return raw
-        return orjson.loads(zlib.decompress(bytes(raw)))
+        """The breakdown as data, also on an instance built from queued bytes before saving."""
+        value = self.breakdown
+        if isinstance(value, bytes | bytearray | memoryview):
+            return decode_json_blob(value)
+        return value or {}
 
     def __str__(self) -> str:
         return f"{self.verb} {self.pod_namespace}/{self.pod_name} @ {self.ts:%Y-%m-%d %H:%M:%S}"

@@ -204,6 +204,11 @@ class Snapshot:
     degraded: str = ""  # why the state could not be read ("" = healthy)
     built_at: float = 0.0
     version: Any = None
+    # (node, resourceVersion) -> NodeResources merged with this state's requests (Nodes mode).
+    merged: dict[tuple[str, str], NodeResources] = field(default_factory=dict)
+
+
+DECISION_QUEUE_KEY = "netaware:scheduler:decisions"
 
 
 class _StateCache:
@@ -218,6 +223,7 @@ class _StateCache:
         self.timed_at = 0.0  # when usage and recent bindings were last read
         self.failed_until = 0.0
         self.failure = ""
+        self.shipped = False
 
     def invalidate(self) -> None:
         """Re-check every part on the next request (rebuilding only what changed)."""
@@ -234,13 +240,15 @@ class _StateCache:
             self.timed_at = 0.0
             self.failed_until = 0.0
 
-    def get(self) -> Snapshot:
+    def get(self, outbox: list[bytes] | None = None) -> tuple[Snapshot, bool]:
+        """(snapshot, whether ``outbox`` was pushed to the decision queue in the same round trip)."""
         now = time.monotonic()
         with self.lock:
+            self.shipped = False
             if now < self.failed_until:
-                return Snapshot(state=None, degraded=self.failure)
+                return Snapshot(state=None, degraded=self.failure), False
             try:
-                return self._get(now)
+                return self._get(now, outbox), self.shipped
             except Exception as exc:  # database or Redis unreachable, or a broken row
                 self.failure = _describe_failure(exc)
                 self.failed_until = now + float(conf("STATE_RETRY_AFTER_SECONDS", 1.0))
@@ -250,11 +258,19 @@ class _StateCache:
                 if self.failure.startswith("database"):
                     with contextlib.suppress(Exception):
                         connection.close_if_unusable_or_obsolete()
-                return Snapshot(state=None, degraded=self.failure)
+                return Snapshot(state=None, degraded=self.failure), self.shipped
 
-    def _get(self, now: float) -> Snapshot:
+    def _get(self, now: float, outbox: list[bytes] | None) -> Snapshot:
         try:
-            version = redis_client().get(STATE_VERSION_KEY)
+            # One round trip per request: the version check, plus any decisions of earlier
+            # requests waiting to be queued (services._DecisionLog.outbox).
+            pipe = redis_client().pipeline(transaction=False)
+            if outbox:
+                pipe.rpush(DECISION_QUEUE_KEY, *outbox)
+                pipe.ltrim(DECISION_QUEUE_KEY, -int(conf("DECISION_QUEUE_MAX", 20000)), -1)
+            pipe.get(STATE_VERSION_KEY)
+            version = pipe.execute()[-1]
+            self.shipped = bool(outbox)
         except redis.RedisError as exc:
             raise StateUnavailable(f"redis unavailable: {type(exc).__name__}: {exc}") from exc
         snap = self.snapshot
@@ -341,7 +357,13 @@ _cache = _StateCache()
 
 def snapshot() -> Snapshot:
     """The current ClusterState (cached; degraded with a reason when the stores are down)."""
-    return _cache.get()
+    return _cache.get()[0]
+
+
+def snapshot_and_ship(outbox: list[bytes]) -> tuple[Snapshot, bool]:
+    """``snapshot()`` that also pushes ``outbox`` to the decision queue in the same Redis round
+    trip; the bool says whether it was pushed."""
+    return _cache.get(outbox)
 
 
 def invalidate_state() -> None:

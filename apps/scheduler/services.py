@@ -47,7 +47,7 @@ def _conf(name: str, default: Any) -> Any:
 # Celery beat task every few seconds and by the decisions API before it reads. Without Redis the
 # records go straight to Postgres; without Postgres they wait (bounded) in Redis or in-process.
 
-DECISION_QUEUE_KEY = "netaware:scheduler:decisions"
+DECISION_QUEUE_KEY = selectors.DECISION_QUEUE_KEY
 _HEADER = struct.Struct("!I")
 _DECISION_FIELDS = ("verb", "pod_namespace", "pod_name", "pod_uid", "profile", "workload", "node", "candidates",
                     "result", "error", "duration_ms")
@@ -76,43 +76,79 @@ def _decode_record(blob: bytes) -> Decision:
 
 
 class _DecisionLog:
+    """``pending``: records of the current request; ``outbox``: encoded records waiting for Redis.
+
+    The outbox rides along with the next request's state-version GET (one pipelined round trip,
+    ``selectors.snapshot_and_ship``); an idle process pushes it after DECISION_OUTBOX_MAX_AGE
+    seconds from a small background thread (network I/O only, so it hardly competes for the GIL)."""
+
+    @property
+    def max_age(self) -> float:
+        return float(_conf("DECISION_OUTBOX_MAX_AGE", 1.0))
+
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.pending: list[dict[str, Any]] = []
+        self.outbox: list[bytes] = []
+        self.outbox_since = 0.0
         self.since_prune = 0
         self.dropped = 0
+        self.thread: threading.Thread | None = None
 
     def add(self, record: dict[str, Any], *, flush_now: bool = False) -> None:
         with self.lock:
             self.pending.append(record)
-            limit = int(_conf("DECISION_BUFFER_MAX", 5000))
-            if len(self.pending) > limit:  # Redis and Postgres both away for long: keep the newest
-                drop = len(self.pending) - limit
-                del self.pending[:drop]
-                self.dropped += drop
         if flush_now:
             self.ship(direct=True)
 
-    def ship(self, *, direct: bool = False) -> int:
-        """Hand pending records to Redis (or, with ``direct``/no Redis, to Postgres)."""
+    def encode_pending(self) -> None:
         with self.lock:
             batch, self.pending = self.pending, []
         if not batch:
-            return 0
+            return
         blobs = [_encode_record(r) for r in batch]
+        if not _conf("DECISION_QUEUE", True):
+            if not self.write(blobs):
+                self.keep(blobs)
+            return
+        self.keep(blobs)
+        self._ensure_thread()
+
+    def keep(self, blobs: list[bytes], *, front: bool = False) -> None:
+        with self.lock:
+            if not self.outbox:
+                self.outbox_since = time.monotonic()
+            self.outbox = blobs + self.outbox if front else self.outbox + blobs
+            limit = int(_conf("DECISION_BUFFER_MAX", 5000))
+            if len(self.outbox) > limit:  # Redis and Postgres both away for long: keep the newest
+                drop = len(self.outbox) - limit
+                del self.outbox[:drop]
+                self.dropped += drop
+
+    def take_outbox(self) -> list[bytes]:
+        with self.lock:
+            blobs, self.outbox = self.outbox, []
+        return blobs
+
+    def ship(self, *, direct: bool = False) -> int:
+        """Encode pending records and hand the outbox to Redis (or, with ``direct``/no Redis, to
+        Postgres); returns how many records left the process."""
+        self.encode_pending()
+        blobs = self.take_outbox()
+        if not blobs:
+            return 0
         if not direct and _conf("DECISION_QUEUE", True):
             try:
                 pipe = selectors.redis_client().pipeline(transaction=False)
                 pipe.rpush(DECISION_QUEUE_KEY, *blobs)
-                pipe.ltrim(DECISION_QUEUE_KEY, -int(_conf("DECISION_QUEUE_MAX", 50000)), -1)
+                pipe.ltrim(DECISION_QUEUE_KEY, -int(_conf("DECISION_QUEUE_MAX", 20000)), -1)
                 pipe.execute()
                 return len(blobs)
             except Exception as exc:
                 log.warning("decision log: Redis unavailable (%s), writing to the database", exc)
         if self.write(blobs):
             return len(blobs)
-        with self.lock:
-            self.pending[:0] = batch
+        self.keep(blobs, front=True)
         return 0
 
     def write(self, blobs: Sequence[bytes]) -> bool:
@@ -133,9 +169,33 @@ class _DecisionLog:
                 _close_broken_connection()
         return True
 
+    def _ensure_thread(self) -> None:
+        if self.thread is not None and self.thread.is_alive():
+            return
+        with self.lock:
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._idle_pusher, name="decision-outbox", daemon=True)
+                self.thread.start()
+
+    def _idle_pusher(self) -> None:
+        while True:
+            time.sleep(0.25)
+            with self.lock:
+                stale = bool(self.outbox) and time.monotonic() - self.outbox_since >= self.max_age
+            if not stale:
+                continue
+            blobs = self.take_outbox()
+            try:
+                pipe = selectors.redis_client().pipeline(transaction=False)
+                pipe.rpush(DECISION_QUEUE_KEY, *blobs)
+                pipe.ltrim(DECISION_QUEUE_KEY, -int(_conf("DECISION_QUEUE_MAX", 20000)), -1)
+                pipe.execute()
+            except Exception:  # Redis away: the next request (or its fallback) takes them
+                self.keep(blobs, front=True)
+
 
 _decisions = _DecisionLog()
-atexit.register(lambda: _decisions.ship() if _decisions.pending else None)
+atexit.register(lambda: _decisions.ship() if _decisions.pending or _decisions.outbox else None)
 
 
 def _close_broken_connection() -> None:
@@ -152,12 +212,25 @@ def stamp_duration(started: float) -> None:
 
 
 def after_response() -> None:
-    """Called once a response has been written: queue its decision (cheap, never raises)."""
-    if _decisions.pending:
-        try:
-            _decisions.ship()
-        except Exception:
-            log.exception("decision log: shipping failed")
+    """Called once a response has been written: encode its decision (no network, never raises)."""
+    try:
+        if _decisions.pending:
+            _decisions.encode_pending()
+        if _decisions.outbox and time.monotonic() - _decisions.outbox_since >= 2 * _decisions.max_age:
+            _decisions.ship()  # nothing carried them for a while (Redis was down): send or write now
+    except Exception:
+        log.exception("decision log: shipping failed")
+
+
+def current_snapshot() -> selectors.Snapshot:
+    """The state for this request; earlier requests' decisions ride along to Redis."""
+    blobs = _decisions.take_outbox() if _conf("DECISION_QUEUE", True) else []
+    if not blobs:
+        return selectors.snapshot()
+    snap, shipped = selectors.snapshot_and_ship(blobs)
+    if not shipped:
+        _decisions.keep(blobs, front=True)
+    return snap
 
 
 def drain_decisions(*, limit: int = 5000) -> int:
@@ -257,30 +330,41 @@ class _Context:
         if self.state is None:
             return
         if args.nodes is not None:
-            self.state = _with_node_objects(self.state, args.nodes)
+            self.state = _with_node_objects(snap, args.nodes)
         self.profile_name, self.profile, note = _pick_profile(snap, args.pod)
         if note:
             self.unknown.append(note)
         # Candidates unknown to netaware are noted by the engine itself (and scored neutral).
 
 
-def _with_node_objects(state: ClusterState, objects: Sequence[wire.NodeObject]) -> ClusterState:
+def _with_node_objects(snap: selectors.Snapshot, objects: Sequence[wire.NodeObject]) -> ClusterState:
     """Nodes mode: labels, zone and allocatable come from kube-scheduler's objects, what is already
-    requested on them from our pod cache."""
+    requested on them from our pod cache. Merged entries are memoized per snapshot by the node's
+    resourceVersion (kube-scheduler resends the same objects every cycle)."""
+    state = snap.state
+    assert state is not None
     nodes: dict[str, NodeResources] = dict(state.nodes)
+    memo = snap.merged
     for obj in objects:
-        fresh = obj.resources
-        cached = nodes.get(fresh.name)
-        if cached is not None:
-            fresh = replace(
-                fresh,
-                requested_cpu_millicores=cached.requested_cpu_millicores,
-                requested_memory_bytes=cached.requested_memory_bytes,
-                pod_count=cached.pod_count,
-                zone=fresh.zone or cached.zone,
-                region=fresh.region or cached.region,
-            )
-        nodes[fresh.name] = fresh
+        key = (obj.name, obj.version) if obj.version else None
+        merged = memo.get(key) if key is not None else None
+        if merged is None:
+            merged = obj.resources
+            cached = nodes.get(merged.name)
+            if cached is not None:
+                merged = replace(
+                    merged,
+                    requested_cpu_millicores=cached.requested_cpu_millicores,
+                    requested_memory_bytes=cached.requested_memory_bytes,
+                    pod_count=cached.pod_count,
+                    zone=merged.zone or cached.zone,
+                    region=merged.region or cached.region,
+                )
+            if key is not None:
+                if len(memo) > 20000:
+                    memo.clear()
+                memo[key] = merged
+        nodes[merged.name] = merged
     return replace(state, nodes=nodes)
 
 
@@ -309,7 +393,7 @@ def handle_filter(body: bytes, started: float) -> bytes:
     from .scoring import engine
 
     args = wire.parse_extender_args(body)
-    ctx = _Context(args, selectors.snapshot())
+    ctx = _Context(args, current_snapshot())
     candidates = args.candidates
     if ctx.state is None:
         log_decision(
@@ -339,7 +423,7 @@ def handle_prioritize(body: bytes, started: float) -> bytes:
     from .scoring import engine
 
     args = wire.parse_extender_args(body)
-    ctx = _Context(args, selectors.snapshot())
+    ctx = _Context(args, current_snapshot())
     candidates = list(args.candidates)
     if ctx.state is None:
         scores = [NEUTRAL_EXTENDER_SCORE] * len(candidates)
@@ -482,7 +566,7 @@ def handle_preempt(body: bytes, started: float) -> bytes:
     from .scoring import engine
 
     args = wire.parse_preemption_args(body)
-    snap = selectors.snapshot()
+    snap = current_snapshot()
     nodes = list(args.victims)
     if snap.state is None:
         log_decision(

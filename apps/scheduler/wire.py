@@ -24,6 +24,8 @@ from apps.scheduler.scoring.state import NodeResources, PodInfo
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
 PROFILE_ANNOTATION = "netaware.io/profile"
+# Bandwidth requested as an extended resource (bits/s), the KEP's "networkAware.com/bandwidth".
+BANDWIDTH_RESOURCES = ("netaware.io/bandwidth", "networkAware.com/bandwidth")
 
 
 class WireError(ValueError):
@@ -129,22 +131,27 @@ def _bytes(value: Any, where: str) -> int:
 # --- objects ---------------------------------------------------------------------------------
 
 
-def _container_requests(containers: Any, where: str) -> list[tuple[int, int]]:
+def _container_requests(containers: Any, where: str) -> list[tuple[int, int, float]]:
     if containers is None:
         return []
     if not isinstance(containers, list):
         raise WireError(f"{where}: expected a list, got {type(containers).__name__}")
-    out: list[tuple[int, int]] = []
+    out: list[tuple[int, int, float]] = []
     for i, container in enumerate(containers):
         c = _mapping(container, f"{where}[{i}]")
         resources = _mapping(get_ci(c, "resources"), f"{where}[{i}].resources")
         requests = _mapping(get_ci(resources, "requests"), f"{where}[{i}].resources.requests")
         cpu = requests.get("cpu")
         mem = requests.get("memory")
+        bandwidth = 0.0
+        for resource in BANDWIDTH_RESOURCES:
+            if requests.get(resource) is not None:
+                bandwidth += parse_quantity(requests[resource], f"{where}[{i}].resources.requests.{resource}")
         out.append(
             (
                 _cpu_millicores(cpu, f"{where}[{i}].resources.requests.cpu") if cpu is not None else 0,
                 _bytes(mem, f"{where}[{i}].resources.requests.memory") if mem is not None else 0,
+                bandwidth,
             )
         )
     return out
@@ -157,8 +164,9 @@ def parse_pod(value: Any, where: str = "Pod") -> PodInfo:
     spec = _mapping(get_ci(pod, "spec"), f"{where}.spec")
     containers = _container_requests(get_ci(spec, "containers"), f"{where}.spec.containers")
     init = _container_requests(get_ci(spec, "initContainers"), f"{where}.spec.initContainers")
-    cpu = max(sum(c for c, _ in containers), max((c for c, _ in init), default=0))
-    mem = max(sum(m for _, m in containers), max((m for _, m in init), default=0))
+    cpu = max(sum(c for c, _, _ in containers), max((c for c, _, _ in init), default=0))
+    mem = max(sum(m for _, m, _ in containers), max((m for _, m, _ in init), default=0))
+    bandwidth = max(sum(b for _, _, b in containers), max((b for _, _, b in init), default=0.0))
     overhead = _mapping(get_ci(spec, "overhead"), f"{where}.spec.overhead")
     if overhead.get("cpu") is not None:
         cpu += _cpu_millicores(overhead["cpu"], f"{where}.spec.overhead.cpu")
@@ -172,6 +180,7 @@ def parse_pod(value: Any, where: str = "Pod") -> PodInfo:
         annotations=_string_map(get_ci(meta, "annotations"), f"{where}.metadata.annotations"),
         cpu_request_millicores=cpu,
         memory_request_bytes=mem,
+        bandwidth_request_bps=bandwidth,
     )
 
 
@@ -212,15 +221,38 @@ class NodeObject:
     resources: NodeResources
     ready: bool
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    version: str = ""  # metadata.resourceVersion ("" when absent)
 
     @property
     def name(self) -> str:
         return self.resources.name
 
 
+# kube-scheduler sends the same Node objects cycle after cycle; a node's resourceVersion changes
+# whenever any of it does, so (name, resourceVersion) identifies what was already parsed.
+_NODE_CACHE: dict[tuple[str, str], tuple[NodeResources, bool]] = {}
+_NODE_CACHE_MAX = 20000
+
+
 def parse_node(value: Any, where: str) -> NodeObject:
     node = _mapping(value, where, allow_null=False)
     meta = _mapping(get_ci(node, "metadata"), f"{where}.metadata")
+    name = get_ci(meta, "name")
+    version = get_ci(meta, "resourceVersion")
+    key = (name, version) if isinstance(name, str) and isinstance(version, str) and name and version else None
+    if key is not None:
+        hit = _NODE_CACHE.get(key)
+        if hit is not None:
+            return NodeObject(resources=hit[0], ready=hit[1], raw=node, version=version)
+    parsed = _parse_node(node, meta, where)
+    if key is not None:
+        if len(_NODE_CACHE) >= _NODE_CACHE_MAX:
+            _NODE_CACHE.clear()
+        _NODE_CACHE[key] = (parsed.resources, parsed.ready)
+    return parsed
+
+
+def _parse_node(node: Mapping[str, Any], meta: Mapping[str, Any], where: str) -> NodeObject:
     status = _mapping(get_ci(node, "status"), f"{where}.status")
     labels = _string_map(get_ci(meta, "labels"), f"{where}.metadata.labels")
     allocatable = _mapping(get_ci(status, "allocatable"), f"{where}.status.allocatable")
@@ -234,7 +266,9 @@ def parse_node(value: Any, where: str) -> NodeObject:
         allocatable_memory_bytes=_bytes(mem, f"{where}.status.allocatable.memory") if mem is not None else 0,
         labels=labels,
     )
-    return NodeObject(resources=resources, ready=node_ready(status), raw=node)
+    version = get_ci(meta, "resourceVersion")
+    return NodeObject(resources=resources, ready=node_ready(status), raw=node,
+                      version=version if isinstance(version, str) else "")
 
 
 # --- requests --------------------------------------------------------------------------------

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 
 from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -55,6 +57,16 @@ class DecisionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
 class DiagnoseView(APIView):
     """GET /api/scheduler/diagnose?pod=ns/name[&labels=k=v,...][&profile=name]"""
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("pod", str, description="namespace/name of the pod (pod cache, else the Kubernetes API)"),
+            OpenApiParameter("labels", str, description="k=v,k2=v2: the pod's labels (overrides, or for an unknown pod)"),
+            OpenApiParameter("profile", str, description="explain under this profile instead of the pod's"),
+        ],
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT,
+                   503: OpenApiTypes.OBJECT},
+        description="Why would every node score 0 or neutral for this pod?",
+    )
     def get(self, request: Request) -> Response:
         try:
             query = parse_diagnose_query(request.query_params)

@@ -26,7 +26,7 @@ class Migration(migrations.Migration):
                 ('node', models.CharField(blank=True, help_text='bind target / best node', max_length=253)),
                 ('candidates', models.PositiveIntegerField(default=0)),
                 ('result', apps.scheduler.models.FastJSONField(blank=True, default=dict)),
-                ('breakdown', models.BinaryField(blank=True, default=bytes)),
+                ('breakdown', apps.scheduler.models.CompressedJSONField(blank=True, default=dict, editable=False)),
                 ('error', models.TextField(blank=True)),
                 ('duration_ms', models.FloatField(default=0.0)),
             ],
