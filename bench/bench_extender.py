@@ -209,8 +209,10 @@ def seed(*, n_regions: int, zones_per_region: int, nodes_per_zone: int, placed: 
 
 def reuse_seed(args: argparse.Namespace) -> list[str] | None:
     import django
+    from django.core.management import call_command
 
     django.setup()
+    call_command("migrate", verbosity=0)
     from apps.appgroups.models import Placement
     from apps.scheduler.models import Decision
     from apps.topology.models import Node, TopologySnapshot
@@ -231,16 +233,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(port: int, workers: int) -> subprocess.Popen:
+def start_gunicorn(port: int, workers: int, worker_class: str = "sync") -> subprocess.Popen:
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
     # One BLAS thread per worker (docs/scoring.md): two workers on two cores must not each fan out.
     env = {**os.environ, "DEBUG": "false", "ALLOWED_HOSTS": "*", "LOG_LEVEL": "WARNING",
            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     proc = subprocess.Popen(
-        # Sync workers: one request at a time per process, no GIL sharing. (gthread with one thread
-        # and keep-alive measured slower here: finished requests wait for the main loop's poll.)
-        [gunicorn, "netaware_site.wsgi", "-w", str(workers), "--threads", "1", "-b", f"127.0.0.1:{port}",
-         "--timeout", "300", "--log-level", "warning"],
+        # One request at a time per process (no GIL sharing). sync closes every connection;
+        # gthread with one thread keeps connections alive (as kube-scheduler's Go client wants).
+        [gunicorn, "netaware_site.wsgi", "-w", str(workers), "-k", worker_class, "--threads", "1",
+         "--keep-alive", "30", "-b", f"127.0.0.1:{port}", "--timeout", "300", "--log-level", "warning"],
         cwd=ROOT, env=env, start_new_session=True,
     )
     deadline = time.monotonic() + 30
@@ -383,10 +385,12 @@ def main() -> None:
     parser.add_argument("--zones", type=int, default=10, help="zones per region")
     parser.add_argument("--nodes-per-zone", type=int, default=100)
     parser.add_argument("--reuse", action="store_true", help="keep the seeded data of a previous run")
+    parser.add_argument("--worker-class", default="gthread", choices=["sync", "gthread"])
     args = parser.parse_args()
     samples = 200 if args.quick else 1000
 
     ensure_database()
+    load_before = f"{os.getloadavg()[0]:.2f}"
     t0 = time.monotonic()
     names = reuse_seed(args) if args.reuse else None
     if names is None:
@@ -413,9 +417,12 @@ def main() -> None:
     rows = {n.name: n for n in Node.objects.filter(name__in=cand500)}
     objects = [k8s_node(n, zone=rows[n].zone, region=rows[n].region, cpu="8", memory="32Gi") for n in cand500]
     body_objects = orjson.dumps(extender_args(cart("objects500"), nodes=objects))
+    # The HTTP floor: a pod in no AppGroup with one candidate (parse, state check, no scoring).
+    stranger = k8s_pod("batch-floor", namespace=NAMESPACE, labels={"app": "batch"})
+    body_floor = orjson.dumps(extender_args(stranger, node_names=cand500[:1]))
 
     port = free_port()
-    server = start_gunicorn(port, args.workers)
+    server = start_gunicorn(port, args.workers, args.worker_class)
     results: dict[str, Any] = {}
     try:
         # Warm both workers: the first request of a worker loads the 5,000-node topology.
@@ -430,10 +437,14 @@ def main() -> None:
         check = orjson.loads(post(port, "/scheduler/prioritize", body500))
         assert len(check) == 500 and all(0 <= e["Score"] <= 10 for e in check), check[:3]
         spread = sorted({e["Score"] for e in check})
+        if len(spread) < 2:  # all neutral: the extender is degraded (see the decision log)
+            raise SystemExit(f"prioritize answered only {spread}: the extender state is degraded")
         for _ in range(50):
             timed(port, [("/scheduler/filter", body500), ("/scheduler/prioritize", body500)], 1)
 
         pair = timed(port, [("/scheduler/filter", body500), ("/scheduler/prioritize", body500)], samples)
+        results["floor"] = timed(port, [("/scheduler/filter", body_floor), ("/scheduler/prioritize", body_floor)],
+                                 samples // 2)
         filt = timed(port, [("/scheduler/filter", body500)], samples // 2)
         prio = timed(port, [("/scheduler/prioritize", body500)], samples // 2)
         results["pair"] = pair
@@ -472,6 +483,8 @@ def main() -> None:
     rows_out = [
         ("500 NodeNames: filter + prioritize, p50", f"{statistics.median(p['pair']):.2f} ms", "≤ 2 ms"),
         ("500 NodeNames: filter + prioritize, p99", f"{pct(p['pair'], 99):.2f} ms", "≤ 5 ms"),
+        ("HTTP floor: the same pair for a pod in no AppGroup, 1 candidate, p50 / p99",
+         f"{statistics.median(p['floor']):.2f} / {pct(p['floor'], 99):.2f} ms", ""),
         ("500 NodeNames: filter alone p50 / p99",
          f"{statistics.median(p['filter']):.2f} / {pct(p['filter'], 99):.2f} ms", ""),
         ("500 NodeNames: prioritize alone p50 / p99",
@@ -500,7 +513,9 @@ def main() -> None:
          f"{drained} in {drain_s:.1f} s ({drained / max(drain_s, 1e-9):.0f}/s); {decisions} kept "
          "(DECISION_RETENTION)", ""),
     ]
-    print(f"\nSeeded {len(names)} nodes, 11 workloads, 200 placed pods in {seed_s:.1f} s; "
+    print(f"\ngunicorn -w {args.workers} -k {args.worker_class} --threads 1; load average before/after: "
+          f"{load_before} / {os.getloadavg()[0]:.2f}. "
+          f"Seeded {len(names)} nodes, 11 workloads, 200 placed pods in {seed_s:.1f} s; "
           f"workers warmed in {warm_s:.1f} s; prioritize scores seen for 500 candidates: {spread}; "
           f"request bodies: 500 names {len(body500) / 1024:.0f} KiB, 5,000 names {len(body5000) / 1024:.0f} KiB, "
           f"500 Node objects {len(body_objects) / 1024:.0f} KiB.\n")

@@ -161,6 +161,8 @@ NETAWARE = {
     "KUBE_TOKEN": env("KUBE_TOKEN", ""),
     "KUBE_CA_FILE": env("KUBE_CA_FILE", ""),
     "KUBE_NAMESPACE": env("KUBE_NAMESPACE", "netaware-system"),
+    # AppGroup sync: how long a deletion in netaware waits for the cluster (docs/sync.md).
+    "APPGROUP_TOMBSTONE_RETENTION_DAYS": env_float("NETAWARE_APPGROUP_TOMBSTONE_RETENTION_DAYS", 7.0),
     # Scheduler extender (docs/scheduler.md).
     "DECISION_LOG": env_bool("NETAWARE_DECISION_LOG", True),
     "DECISION_RETENTION": env_int("NETAWARE_DECISION_RETENTION", 10000),

@@ -63,6 +63,8 @@ class AppGroup(models.Model):
     # Sync bookkeeping (written by apps.appgroups.sync): the cluster object's resourceVersion we
     # last saw or wrote, who authored the current spec, and a hash of the spec we last applied.
     resource_version = models.CharField(max_length=64, blank=True)
+    # metadata.uid of our CR (so a deletion tombstone names that very object, not a re-creation).
+    resource_uid = models.CharField(max_length=64, blank=True, editable=False)
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.NETAWARE)
     spec_hash = models.CharField(max_length=64, blank=True)
     last_synced_at = models.DateTimeField(null=True, blank=True)
@@ -92,6 +94,37 @@ class AppGroup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+class AppGroupTombstone(models.Model):
+    """A deliberate deletion in netaware that the cluster has not seen yet.
+
+    The sync deletes a managed CR only when a tombstone names it; a managed CR with neither a row nor
+    a tombstone is imported instead, so an empty or restored database never deletes cluster data.
+    Recorded for every deletion path by the ``post_delete`` signal (signals.py), cleared by the
+    sync once the CR is gone (or kept by the cluster), and expired by the periodic resync after
+    ``NETAWARE["APPGROUP_TOMBSTONE_RETENTION_DAYS"]``.
+    """
+
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    resource_version = models.CharField(max_length=64, blank=True)
+    resource_uid = models.CharField(max_length=64, blank=True)
+    deleted_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ("namespace", "name")
+        constraints = [
+            models.UniqueConstraint(
+                fields=("namespace", "name"),
+                name="appgroups_tombstone_unique_namespace_name",
+                violation_error_message="A tombstone for this namespace and name already exists.",
+            ),
+        ]
+        indexes = [models.Index(fields=("deleted_at",), name="appgroups_tombstone_deleted")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name} (deleted {self.deleted_at:%Y-%m-%d %H:%M:%S})"
 
 
 class Workload(models.Model):

@@ -16,7 +16,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import quantity, resources
+from . import quantity, resources, signals
 from .choices import Origin, PlacementSource
 from .graph import AppGroupSpec, LabelSelector
 from .models import AppGroup, Dependency, Placement, Workload
@@ -56,6 +56,7 @@ def save_appgroup(
     appgroup: AppGroup | None = None,
     description: str | None = None,
     create_only: bool = False,
+    notify_cluster: bool = True,
 ) -> AppGroup:
     """Create or replace an AppGroup and its whole graph from ``spec`` (atomic, fully validated).
 
@@ -63,6 +64,9 @@ def save_appgroup(
     AppGroup is looked up by namespace/name and created when missing. Workloads are matched by
     name so their placements survive edits; dependencies are rewritten. ``create_only`` refuses
     to replace an existing AppGroup of the same namespace/name (API POST).
+
+    After the commit a worker applies the change to the cluster (signals.py); the sync loop passes
+    ``notify_cluster=False`` for changes that come from the cluster.
     """
     if origin not in Origin.values:
         raise AppGroupValidationError({"origin": [f"{origin!r} is not one of {', '.join(Origin.values)}"]})
@@ -85,6 +89,7 @@ def save_appgroup(
     if description is not None:
         appgroup.description = description
     appgroup.spec_hash = resources.spec_hash(spec)
+    setattr(appgroup, signals.NOTIFY_ATTR, notify_cluster)
     try:
         appgroup.full_clean()
     except ValidationError as exc:
@@ -185,9 +190,9 @@ def save_appgroup(
     return appgroup
 
 
-def upsert_appgroup_from_spec(*, spec: AppGroupSpec, origin: str) -> AppGroup:
+def upsert_appgroup_from_spec(*, spec: AppGroupSpec, origin: str, notify_cluster: bool = True) -> AppGroup:
     """Create or replace the AppGroup named by ``spec`` (namespace/name) — used by the sync loop."""
-    return save_appgroup(spec=spec, origin=origin)
+    return save_appgroup(spec=spec, origin=origin, notify_cluster=notify_cluster)
 
 
 def import_resource(*, document: Mapping[str, Any], origin: str = Origin.NETAWARE) -> AppGroup:
@@ -212,7 +217,11 @@ def export_resource(*, appgroup: AppGroup, flavor: resources.Flavor = "netaware"
     )
 
 
-def delete_appgroup(*, appgroup: AppGroup) -> None:
+def delete_appgroup(*, appgroup: AppGroup, notify_cluster: bool = True) -> None:
+    """Delete the row. A deliberate deletion (``notify_cluster``) leaves a tombstone that lets the
+    sync delete the managed CR, and enqueues that sync; the sync loop itself passes False when the
+    cluster deleted the object first."""
+    setattr(appgroup, signals.NOTIFY_ATTR, notify_cluster)
     appgroup.delete()
 
 

@@ -16,6 +16,10 @@ convergence. See docs/sync.md for the rules; in short:
   status subresource only when it changed.
 * Invalid CRs are logged, get a Warning Event, are listed by ``current_issues()`` (and the row's
   ``sync_error``) and are skipped: nothing is deleted on either side because of them.
+* Deletion: a managed CR is deleted only when a tombstone (``AppGroupTombstone``, recorded by every
+  deletion in netaware) names it and the CR is unchanged since the last sync. A managed CR with no
+  row and no tombstone is imported (adopted): an empty or restored database never deletes cluster
+  data. Tombstones expire after ``NETAWARE["APPGROUP_TOMBSTONE_RETENTION_DAYS"]`` (default 7).
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import close_old_connections, connection
 from django.utils import timezone
@@ -43,7 +48,7 @@ from netaware_site import kube
 from . import resources, selectors, services
 from .choices import Origin
 from .graph import AppGroupSpec
-from .models import AppGroup
+from .models import AppGroup, AppGroupTombstone
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +68,7 @@ CONFLICT_PREFIX = "conflict: "
 
 ATTEMPTS = 4  # per API call (kube.retry) and per object (re-read after a 409)
 BASE_DELAY = 0.2
+DEFAULT_TOMBSTONE_RETENTION_DAYS = 7.0
 
 Key = tuple[str, str]  # (namespace, name)
 
@@ -79,6 +85,7 @@ class SyncReport:
     status_written: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
+    tombstones_expired: int = 0  # deletions never applied within the retention period
     errors: list[str] = field(default_factory=list)  # retryable failures left for the next pass
     resource_version: str = ""  # of our CR list, for a following watch
 
@@ -242,22 +249,25 @@ def _db_spec(appgroup: AppGroup) -> AppGroupSpec:
     return selectors.appgroup_spec(appgroup=appgroup)
 
 
-def _import(spec: AppGroupSpec, *, rv: str) -> AppGroup:
-    """Upsert the row from the cluster's spec (origin=cluster) and record the sync bookkeeping."""
+def _import(spec: AppGroupSpec, *, rv: str, uid: str = "", origin: str = Origin.CLUSTER) -> AppGroup:
+    """Upsert the row from the cluster's spec and record the sync bookkeeping (no write-back)."""
     try:
-        appgroup = services.upsert_appgroup_from_spec(spec=spec, origin=Origin.CLUSTER)
+        appgroup = services.upsert_appgroup_from_spec(spec=spec, origin=origin, notify_cluster=False)
     except services.AppGroupValidationError as exc:
         details = "; ".join(f"{path}: {', '.join(msgs)}" for path, msgs in exc.errors.items())
         raise InvalidResource(details or str(exc)) from exc
-    AppGroup.objects.filter(pk=appgroup.pk).update(
-        resource_version=rv, last_synced_at=timezone.now(), sync_error=""
-    )
+    fields: dict[str, Any] = {"resource_version": rv, "last_synced_at": timezone.now(), "sync_error": ""}
+    if uid:
+        fields["resource_uid"] = uid
+    AppGroup.objects.filter(pk=appgroup.pk).update(**fields)
     appgroup.refresh_from_db()
     return appgroup
 
 
-def _mark_synced(appgroup: AppGroup, *, rv: str, error: str | None = None) -> None:
+def _mark_synced(appgroup: AppGroup, *, rv: str, error: str | None = None, uid: str = "") -> None:
     fields: dict[str, Any] = {"resource_version": rv, "last_synced_at": timezone.now()}
+    if uid:
+        fields["resource_uid"] = uid
     if error is not None:
         fields["sync_error"] = error
     elif appgroup.sync_error and not appgroup.sync_error.startswith(CONFLICT_PREFIX):
@@ -309,16 +319,21 @@ def reconcile(
     fetched: bool = False,
     report: SyncReport | None = None,
     diktyo: Any = _UNKNOWN,
+    as_of: datetime | None = None,
 ) -> SyncReport:
     """Make one AppGroup agree on both sides. ``cr`` is the live object when the caller has it
-    (``fetched=True`` with ``cr=None`` means "known to be absent"). Errors are contained: a
-    retryable failure lands in ``report.errors`` and the row's ``sync_error``; nothing raises."""
+    (``fetched=True`` with ``cr=None`` means "known to be absent"), read at ``as_of`` (default: now).
+    Errors are contained: a retryable failure lands in ``report.errors`` and the row's
+    ``sync_error``; nothing raises."""
     report = report or SyncReport()
     for attempt in range(ATTEMPTS):
         try:
             if attempt or not fetched:
+                as_of = timezone.now()
                 cr = _get(GROUP, key)
-            _reconcile_once(key, cr, report, diktyo if not attempt else _UNKNOWN)
+            _reconcile_once(
+                key, cr, report, diktyo if not attempt else _UNKNOWN, as_of=as_of or timezone.now()
+            )
             return report
         except _Retry:
             continue
@@ -339,13 +354,16 @@ def reconcile(
     return report
 
 
-def _reconcile_once(key: Key, cr: dict[str, Any] | None, report: SyncReport, diktyo: Any = _UNKNOWN) -> None:
+def _reconcile_once(
+    key: Key, cr: dict[str, Any] | None, report: SyncReport, diktyo: Any = _UNKNOWN, *, as_of: datetime
+) -> None:
     appgroup = AppGroup.objects.filter(namespace=key[0], name=key[1]).first()
     if cr is None:
-        _reconcile_missing_cr(key, appgroup, report, diktyo)
+        _reconcile_missing_cr(key, appgroup, report, diktyo, as_of=as_of)
         return
     meta = cr.get("metadata") or {}
     rv = str(meta.get("resourceVersion") or "")
+    uid = str(meta.get("uid") or "")
     annotations = meta.get("annotations") or {}
     base = annotations.get(SYNCED_HASH_ANNOTATION, "")
     managed = (meta.get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE
@@ -354,8 +372,10 @@ def _reconcile_once(key: Key, cr: dict[str, Any] | None, report: SyncReport, dik
     _clear_issue(GROUP, key)
 
     if appgroup is None:
-        if managed and base and base == cluster_hash:
-            # Created by netaware, unchanged in the cluster since, row gone: deleted in netaware.
+        tombstone = AppGroupTombstone.objects.filter(namespace=key[0], name=key[1]).first()
+        unchanged = bool(base) and base == cluster_hash
+        if tombstone is not None and managed and unchanged and _tombstone_names(tombstone, uid):
+            # Deleted in netaware, created by netaware and unchanged in the cluster since: delete it.
             try:
                 _call(
                     lambda: kube.custom_objects().delete_namespaced_custom_object(
@@ -369,14 +389,32 @@ def _reconcile_once(key: Key, cr: dict[str, Any] | None, report: SyncReport, dik
                 )
             except ApiException as exc:
                 if exc.status == 404:
+                    tombstone.delete()
                     return
                 if exc.status == 409:
                     raise _Retry() from exc
                 raise
+            tombstone.delete()
             report.deleted_in_cluster.append(_label(key))
             return
-        # Created with kubectl (or edited there after netaware deleted it: the cluster wins).
-        appgroup = _import(spec, rv=rv)
+        # No tombstone: created with kubectl, or ours but netaware's database is empty/restored/
+        # behind — adopt it, never delete. A tombstone that does not apply (edited with kubectl
+        # since, not ours, or a different object of the same name): the cluster keeps it.
+        if tombstone is not None:
+            log.info(
+                "AppGroup %s was deleted in netaware but the cluster keeps it (%s): re-imported",
+                _label(key),
+                "not created by netaware"
+                if not managed
+                else "edited in the cluster since the last sync"
+                if not unchanged
+                else "a different object of that name",
+            )
+        appgroup = _import(
+            spec, rv=rv, uid=uid, origin=Origin.NETAWARE if managed and unchanged else Origin.CLUSTER
+        )
+        if tombstone is not None:
+            AppGroupTombstone.objects.filter(pk=tombstone.pk).delete()
         report.imported.append(_label(key))
         if base != cluster_hash:
             cr = _put(lambda: _write_annotation(cr, cluster_hash))
@@ -384,6 +422,9 @@ def _reconcile_once(key: Key, cr: dict[str, Any] | None, report: SyncReport, dik
         _write_status(appgroup, cr, report)
         return
 
+    if uid and appgroup.resource_uid != uid:
+        AppGroup.objects.filter(pk=appgroup.pk).update(resource_uid=uid)
+        appgroup.resource_uid = uid
     db_spec = _db_spec(appgroup)
     db_hash = resources.spec_hash(db_spec)
     if db_hash == cluster_hash:
@@ -449,9 +490,18 @@ def _call_once_or_transient(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     )
 
 
+def _tombstone_names(tombstone: AppGroupTombstone, uid: str) -> bool:
+    """The tombstone is for this very object (when both uids are known), not a later re-creation."""
+    return not tombstone.resource_uid or not uid or tombstone.resource_uid == uid
+
+
 def _reconcile_missing_cr(
-    key: Key, appgroup: AppGroup | None, report: SyncReport, diktyo: Any = _UNKNOWN
+    key: Key, appgroup: AppGroup | None, report: SyncReport, diktyo: Any = _UNKNOWN, *, as_of: datetime
 ) -> None:
+    if appgroup is None:
+        # Nothing of ours left to delete. Only tombstones older than our read are settled: a
+        # deletion recorded after it may concern a CR created meanwhile.
+        AppGroupTombstone.objects.filter(namespace=key[0], name=key[1], deleted_at__lt=as_of).delete()
     if diktyo is _UNKNOWN:
         diktyo = _get_optional_diktyo(key)
     is_mirror = appgroup is not None and appgroup.resource_version.startswith(DIKTYO_RV_PREFIX)
@@ -462,7 +512,7 @@ def _reconcile_missing_cr(
         return
     if appgroup.resource_version and appgroup.origin == Origin.CLUSTER:
         # Last authored in the cluster and its CR is gone: deleted with kubectl.
-        services.delete_appgroup(appgroup=appgroup)
+        services.delete_appgroup(appgroup=appgroup, notify_cluster=False)
         report.deleted_in_netaware.append(_label(key))
         return
     # Never synced, or netaware is its author and the CR disappeared: (re)create it.
@@ -479,7 +529,9 @@ def _reconcile_missing_cr(
             raise _Retry() from exc
         raise
     report.created.append(_label(key))
-    _mark_synced(appgroup, rv=created["metadata"]["resourceVersion"])
+    _mark_synced(
+        appgroup, rv=created["metadata"]["resourceVersion"], uid=str(created["metadata"].get("uid") or "")
+    )
     _write_status(appgroup, created, report)
 
 
@@ -501,7 +553,7 @@ def _reconcile_diktyo(
     """Read-only import of a scheduler-plugins AppGroup: the cluster always wins, nothing is written."""
     if diktyo is None:
         if appgroup is not None:
-            services.delete_appgroup(appgroup=appgroup)
+            services.delete_appgroup(appgroup=appgroup, notify_cluster=False)
             report.deleted_in_netaware.append(_label(key))
         return
     rv = DIKTYO_RV_PREFIX + str(diktyo["metadata"].get("resourceVersion") or "")
@@ -556,6 +608,7 @@ def _write_status(appgroup: AppGroup, cr: dict[str, Any], report: SyncReport) ->
 def sync_once() -> SyncReport:
     """One full level-triggered pass over every AppGroup on both sides."""
     report = SyncReport()
+    started = timezone.now()
     try:
         ours, rv = _list(GROUP, optional=False)
         diktyo, _ = _list(DIKTYO_GROUP, optional=True)
@@ -567,12 +620,18 @@ def sync_once() -> SyncReport:
         report.errors.append(f"list: {message}")
         return report
     report.resource_version = rv
-    keys = sorted(set(ours) | set(diktyo) | set(AppGroup.objects.values_list("namespace", "name")))
+    report.tombstones_expired = expire_tombstones()
+    keys = sorted(
+        set(ours)
+        | set(diktyo)
+        | set(AppGroup.objects.values_list("namespace", "name"))
+        | set(AppGroupTombstone.objects.values_list("namespace", "name"))
+    )
     for key in keys:
         if key in ours:
-            reconcile(key, cr=ours[key], fetched=True, report=report)
+            reconcile(key, cr=ours[key], fetched=True, report=report, as_of=started)
         else:
-            reconcile(key, cr=None, fetched=True, report=report, diktyo=diktyo.get(key))
+            reconcile(key, cr=None, fetched=True, report=report, diktyo=diktyo.get(key), as_of=started)
     # Issues of resources that no longer exist are dropped.
     live = {_issue_key(GROUP, k) for k in ours} | {_issue_key(DIKTYO_GROUP, k) for k in diktyo}
 
@@ -591,11 +650,37 @@ def sync_once() -> SyncReport:
             "deleted_in_netaware",
             "conflicts",
             "invalid",
+            "tombstones_expired",
             "errors",
         )
     ):
         log.info("AppGroup sync pass: %s", report.summary())
     return report
+
+
+def tombstone_retention() -> timedelta:
+    days = settings.NETAWARE.get("APPGROUP_TOMBSTONE_RETENTION_DAYS", DEFAULT_TOMBSTONE_RETENTION_DAYS)
+    return timedelta(days=float(days))
+
+
+def expire_tombstones(*, now: datetime | None = None) -> int:
+    """Forget deletions older than the retention period (their CR, if still there, is then adopted)."""
+    cutoff = (now or timezone.now()) - tombstone_retention()
+    expired = list(
+        AppGroupTombstone.objects.filter(deleted_at__lt=cutoff).values_list("namespace", "name", "deleted_at")
+    )
+    if not expired:
+        return 0
+    AppGroupTombstone.objects.filter(deleted_at__lt=cutoff).delete()
+    for namespace, name, deleted_at in expired:
+        log.warning(
+            "tombstone of AppGroup %s/%s (deleted in netaware %s) expired before the cluster could be told; "
+            "a managed CR of that name, if any, will be imported again",
+            namespace,
+            name,
+            deleted_at.isoformat(),
+        )
+    return len(expired)
 
 
 def sync_appgroup(*, namespace: str, name: str) -> SyncReport:

@@ -610,32 +610,38 @@ def delete_profile(*, profile: SchedulerProfile) -> None:
 # === pod cache (cluster watcher) ================================================================
 
 
-def upsert_observed_pod(*, obj: Mapping[str, Any]) -> ObservedPod | None:
-    """Store one v1.Pod (JSON) in the pod cache; returns the row or None for a nameless object."""
+def upsert_observed_pod(*, obj: Mapping[str, Any]) -> tuple[ObservedPod | None, bool]:
+    """Store one v1.Pod (JSON) in the pod cache. Returns (row, changed); row is None for a nameless
+    object. Status churn that changes nothing the scheduler reads (conditions, container states,
+    resourceVersion alone) is not written, so it does not invalidate every extender's state."""
     meta = wire.get_ci(obj, "metadata") or {}
     status = wire.get_ci(obj, "status") or {}
     name = wire.get_ci(meta, "name")
     if not name:
-        return None
+        return None, False
     info = wire.parse_pod(obj, "pod")
     phase = wire.get_ci(status, "phase") or ""
     terminal = phase in ("Succeeded", "Failed") or bool(wire.get_ci(meta, "deletionTimestamp"))
-    row, _ = ObservedPod.objects.update_or_create(
-        namespace=info.namespace,
-        name=info.name,
-        defaults={
-            "uid": info.uid,
-            "node_name": wire.pod_node_name(obj),
-            "phase": phase,
-            "terminal": terminal,
-            "labels": dict(info.labels),
-            "annotations": dict(info.annotations),
-            "cpu_request_millicores": info.cpu_request_millicores,
-            "memory_request_bytes": info.memory_request_bytes,
-            "resource_version": str(wire.get_ci(meta, "resourceVersion") or ""),
-        },
-    )
-    return row
+    fields = {
+        "uid": info.uid,
+        "node_name": wire.pod_node_name(obj),
+        "phase": phase,
+        "terminal": terminal,
+        "labels": dict(info.labels),
+        "annotations": dict(info.annotations),
+        "cpu_request_millicores": info.cpu_request_millicores,
+        "memory_request_bytes": info.memory_request_bytes,
+    }
+    row = ObservedPod.objects.filter(namespace=info.namespace, name=info.name).first()
+    if row is not None and all(getattr(row, key) == value for key, value in fields.items()):
+        return row, False
+    if row is None:
+        row = ObservedPod(namespace=info.namespace, name=info.name)
+    for key, value in fields.items():
+        setattr(row, key, value)
+    row.resource_version = str(wire.get_ci(meta, "resourceVersion") or "")
+    row.save()
+    return row, True
 
 
 def delete_observed_pod(*, namespace: str, name: str) -> int:

@@ -56,8 +56,9 @@ class ClusterWatcher:
     """Reconciles Node rows, the pod cache and AppGroup placements from the Kubernetes API."""
 
     def __init__(self, *, watch_timeout: int = 300, stop: threading.Event | None = None,
-                 out: Callable[[str], None] | None = None) -> None:
+                 out: Callable[[str], None] | None = None, resync_seconds: float = 600.0) -> None:
         self.watch_timeout = watch_timeout
+        self.resync_seconds = resync_seconds
         self.stop = stop or threading.Event()
         self.out = out or (lambda message: log.info(message))
         self.changed = False
@@ -65,9 +66,16 @@ class ClusterWatcher:
     # --- applying objects -------------------------------------------------------------------
 
     def apply_node(self, obj: dict[str, Any]) -> None:
+        from apps.topology.models import Node
         from apps.topology.services import upsert_node
 
-        upsert_node(**_node_fields(obj), source="cluster")
+        fields = _node_fields(obj)
+        # Kubelet status heartbeats change nothing the scheduler reads: skipping them keeps a
+        # 5,000-node cluster from invalidating every extender's state several times a second.
+        current = Node.objects.filter(name=fields["name"]).values(*fields, "source").first()
+        if current is not None and current.pop("source") == "cluster" and current == fields:
+            return
+        upsert_node(**fields, source="cluster")
         self.changed = True
 
     def delete_node(self, obj: dict[str, Any]) -> None:
@@ -79,11 +87,14 @@ class ClusterWatcher:
         upsert_node(**fields, source="cluster")
         self.changed = True
 
-    def apply_pod(self, obj: dict[str, Any]) -> None:
+    def apply_pod(self, obj: dict[str, Any], *, force: bool = False) -> None:
+        """Cache the pod and reconcile its placement. Watch events that change nothing relevant are
+        skipped; a (re-)list forces the placement check, since an AppGroup created after the pod
+        was first seen makes an unchanged pod placeable."""
         from apps.appgroups.services import record_placement, remove_placement
 
-        row = services.upsert_observed_pod(obj=obj)
-        if row is None:
+        row, changed = services.upsert_observed_pod(obj=obj)
+        if row is None or not (changed or force):
             return
         if row.terminal:
             remove_placement(pod_namespace=row.namespace, pod_name=row.name)
@@ -127,7 +138,7 @@ class ClusterWatcher:
         else:
             seen: set[tuple[str, str]] = set()
             for obj in items:
-                self.apply_pod(obj)
+                self.apply_pod(obj, force=True)
                 meta = obj.get("metadata") or {}
                 seen.add((meta.get("namespace") or "default", meta.get("name") or ""))
             self._forget_missing_pods(seen)
@@ -192,12 +203,16 @@ class ClusterWatcher:
 
         version = ""
         attempt = 0
+        listed_at = 0.0
         while not self.stop.is_set():
             try:
                 if not connection.in_atomic_block:  # drop a connection the database closed on us
                     close_old_connections()
+                if version and time.monotonic() - listed_at >= self.resync_seconds:
+                    version = ""  # periodic full reconciliation (an informer's resync)
                 if not version:
                     version = self._list(kind)
+                    listed_at = time.monotonic()
                     if once:
                         return
                 for event in self._events(kind, version):
@@ -263,13 +278,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
         parser.add_argument("--once", action="store_true", help="one list pass, then exit")
         parser.add_argument("--watch-timeout", type=int, default=300, help="seconds per watch request")
+        parser.add_argument("--resync", type=float, default=600.0,
+                            help="seconds between full re-lists (level-triggered reconciliation)")
 
     def handle(self, *args, **options):  # type: ignore[no-untyped-def]
         if options["watch_timeout"] < 1:
             raise CommandError("--watch-timeout must be at least 1 second")
         stop = threading.Event()
         watcher = ClusterWatcher(
-            watch_timeout=options["watch_timeout"], stop=stop, out=lambda m: self.stdout.write(m)
+            watch_timeout=options["watch_timeout"], stop=stop, out=lambda m: self.stdout.write(m),
+            resync_seconds=options["resync"],
         )
         if not options["once"]:
             for sig in (signal.SIGTERM, signal.SIGINT):

@@ -1,0 +1,118 @@
+"""An AppGroup created, edited or deleted through netaware reaches the cluster within seconds, through
+the ``sync_appgroup`` task a real Celery worker runs after the commit — no sync pass by hand, no
+waiting for the periodic resync. A broker that is down never fails the save."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.db import transaction
+
+from apps.appgroups import resources, services, tasks
+from apps.appgroups.choices import Origin
+from apps.appgroups.models import AppGroup, AppGroupTombstone
+from netaware_site.celery import app as celery_app
+
+G, V, P = "netaware.io", "v1alpha1", "appgroups"
+
+
+def _doc(name: str, *, weight: float = 1.0) -> dict:
+    return {
+        "apiVersion": f"{G}/{V}",
+        "kind": "AppGroup",
+        "metadata": {"name": name, "namespace": "shop"},
+        "spec": {
+            "workloads": [
+                {
+                    "name": "web",
+                    "selector": {"matchLabels": {"app": "web"}},
+                    "weight": weight,
+                    "dependencies": [
+                        {"name": "db", "metrics": {"latency": 1, "bandwidth": 0, "lossrate": 0}}
+                    ],
+                },
+                {"name": "db", "selector": {"matchLabels": {"app": "db"}}},
+            ]
+        },
+    }
+
+
+def _wait_for(predicate, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _weight(cr: dict | None) -> float | None:
+    return cr["spec"]["workloads"][0]["weight"] if cr else None
+
+
+def test_api_create_edit_and_delete_reach_the_fake_cluster_through_the_worker(
+    fake_kube, celery_worker_thread, client
+):
+    response = client.post("/api/appgroups/import", data=_doc("store"), content_type="application/json")
+    assert response.status_code == 201, response.content
+    pk = response.json()["id"]
+    assert _wait_for(lambda: fake_kube.get(G, V, P, "store", "shop") is not None)
+    cr = fake_kube.get(G, V, P, "store", "shop")
+    assert cr["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "netaware"
+    assert _wait_for(lambda: AppGroup.objects.get(pk=pk).resource_version != "")
+
+    document = client.get(f"/api/appgroups/{pk}").json()
+    document["workloads"][0]["weight"] = 0.25
+    response = client.put(f"/api/appgroups/{pk}", data=document, content_type="application/json")
+    assert response.status_code == 200, response.content
+    assert _wait_for(lambda: _weight(fake_kube.get(G, V, P, "store", "shop")) == 0.25)
+    assert resources.spec_hash(
+        resources.spec_from_resource(fake_kube.get(G, V, P, "store", "shop"))
+    ) == resources.spec_hash(resources.spec_from_resource(_doc("store", weight=0.25)))
+
+    assert client.delete(f"/api/appgroups/{pk}").status_code == 204
+    assert _wait_for(lambda: fake_kube.get(G, V, P, "store", "shop") is None)
+    assert _wait_for(lambda: not AppGroupTombstone.objects.exists())
+    assert fake_kube.count("POST", r"/appgroups$") == 1  # created once, by the task
+
+
+def test_nothing_is_enqueued_for_changes_that_do_not_commit(fake_kube, celery_worker_thread):
+    with pytest.raises(RuntimeError), transaction.atomic():
+        services.import_resource(document=_doc("rolled-back"), origin=Origin.NETAWARE)
+        raise RuntimeError("abort")
+    services.import_resource(document=_doc("committed"), origin=Origin.NETAWARE)
+    assert _wait_for(lambda: fake_kube.get(G, V, P, "committed", "shop") is not None)
+    assert fake_kube.get(G, V, P, "rolled-back", "shop") is None
+    assert fake_kube.count("GET", r"/appgroups/rolled-back$") == 0  # no task ever ran for it
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_broker_that_is_down_never_fails_the_save(fake_kube, monkeypatch, caplog):
+    # A real broker outage: the producer connects to a port where nothing listens.
+    monkeypatch.setattr(celery_app.conf, "broker_url", "redis://127.0.0.1:1/0")
+    celery_app._after_fork()  # drop cached connection/producer pools (what Celery does in a child)
+    try:
+        appgroup = services.import_resource(document=_doc("offline"), origin=Origin.NETAWARE)
+    finally:
+        monkeypatch.undo()
+        celery_app._after_fork()  # never hand the dead-broker pools to the next test
+    assert AppGroup.objects.filter(pk=appgroup.pk).exists()
+    assert "could not enqueue the sync of AppGroup shop/offline" in caplog.text
+    assert fake_kube.get(G, V, P, "offline", "shop") is None  # left for the periodic resync
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_kubernetes_api_nothing_is_enqueued(settings, monkeypatch, tmp_path):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    settings.NETAWARE = {**settings.NETAWARE, "KUBE_API_URL": ""}
+    sent: list[tuple] = []
+    monkeypatch.setattr(tasks.sync_appgroup, "apply_async", lambda *a, **k: sent.append((a, k)))
+    assert not tasks.kube_configured()
+    services.import_resource(document=_doc("local"), origin=Origin.NETAWARE)
+    assert sent == []
+
+    settings.NETAWARE = {**settings.NETAWARE, "KUBE_API_URL": "http://127.0.0.1:1"}
+    services.import_resource(document=_doc("local", weight=2.0), origin=Origin.NETAWARE)
+    assert sent == [((("shop", "local"),), {"retry": False, "expires": tasks.SYNC_TASK_EXPIRES})]
