@@ -98,6 +98,21 @@ def test_watch_follows_changes_resumes_and_relists_after_410(fake, transactional
         fake.merge("", "v1", "nodes", "n2", {"metadata": {"labels": {"topology.kubernetes.io/zone": "C"}}})
         wait_for(lambda: Node.objects.get(name="n2").zone == "C")
 
+        # Status churn (conditions, heartbeats) is not written: it would invalidate every
+        # extender's state for nothing. Events are applied in order, so once a later change is
+        # visible the churn has been seen.
+        pod_stamp = ObservedPod.objects.get(name="cartservice-0").updated_at
+        node_stamp = Node.objects.get(name="n1").updated_at
+        fake.merge("", "v1", "pods", "cartservice-0", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+                   namespace="boutique")
+        fake.merge("", "v1", "nodes", "n1", {"status": {"conditions": [{"type": "Ready", "status": "True",
+                                                                         "lastHeartbeatTime": "2026-11-22T08:00:00Z"}]}})
+        fake.add_pod("boutique", "emailservice-0", labels={"app": "emailservice"}, node="n1", phase="Running")
+        fake.merge("", "v1", "nodes", "n2", {"metadata": {"labels": {"topology.kubernetes.io/zone": "B"}}})
+        wait_for(lambda: placement_node("emailservice-0") == "n1" and Node.objects.get(name="n2").zone == "B")
+        assert ObservedPod.objects.get(name="cartservice-0").updated_at == pod_stamp
+        assert Node.objects.get(name="n1").updated_at == node_stamp
+
         # Streams time out every second and resume from their last resourceVersion. Pod events move
         # the global version past the node watch's; after a compaction the node watch's resume
         # answers 410 Gone and the watcher re-lists nodes.
@@ -127,6 +142,21 @@ def test_watch_backs_off_while_the_api_is_down(fake, transactional_db):
         wait_for(lambda: sum("retrying in" in m for m in messages) >= 2)
         fake.up()
         wait_for(lambda: Node.objects.filter(name="n1").exists(), timeout=40)
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+def test_resync_places_pods_of_an_appgroup_created_later(fake, transactional_db):
+    stop = threading.Event()
+    watcher = ClusterWatcher(watch_timeout=1, stop=stop, out=lambda m: None, resync_seconds=1.0)
+    thread = threading.Thread(target=watcher.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: ObservedPod.objects.filter(name="redis-cart-0", node_name="n1").exists())
+        assert placement_node("redis-cart-0") is None  # no AppGroup yet
+        save_boutique()
+        wait_for(lambda: placement_node("redis-cart-0") == "n1")  # the periodic re-list reconciles
     finally:
         stop.set()
         thread.join(5)
