@@ -73,7 +73,10 @@ def wait_for(predicate, timeout: float = 10.0) -> bool:
 def child_pids(pid: int) -> set[int]:
     out: set[int] = set()
     for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text().split()
+        try:
+            text = (task / "children").read_text().split()
+        except OSError:  # the thread exited between listing and reading
+            continue
         out.update(int(p) for p in text)
     return out
 
