@@ -9,6 +9,7 @@ WORKDIR /app
 COPY requirements.txt /app/requirements.txt
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . /app
+RUN SECRET_KEY=build-only python manage.py collectstatic --noinput
 RUN useradd --system --uid 10001 netaware && chown -R netaware /app
 USER netaware
 EXPOSE 8000

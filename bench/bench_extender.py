@@ -233,11 +233,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(port: int, workers: int, worker_class: str = "sync") -> subprocess.Popen:
+def start_gunicorn(port: int, workers: int, worker_class: str = "sync",
+                   extra_env: dict[str, str] | None = None) -> subprocess.Popen:
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
     # One BLAS thread per worker (docs/scoring.md): two workers on two cores must not each fan out.
-    env = {**os.environ, "DEBUG": "false", "ALLOWED_HOSTS": "*", "LOG_LEVEL": "WARNING",
-           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    # LOG_LEVEL ERROR: the floor measurement GETs would log one "Method Not Allowed" warning each.
+    env = {**os.environ, "DEBUG": "false", "ALLOWED_HOSTS": "*", "LOG_LEVEL": "ERROR",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", **(extra_env or {})}
     proc = subprocess.Popen(
         # One request at a time per process (no GIL sharing). sync closes every connection;
         # gthread with one thread keeps connections alive (as kube-scheduler's Go client wants).
@@ -294,6 +296,26 @@ def post(port: int, path: str, body: bytes) -> bytes:
             raise RuntimeError(f"{path}: HTTP {response.status}: {data[:200]!r}")
         return data
     raise AssertionError("unreachable")
+
+
+def get_status(port: int, path: str) -> int:
+    """A GET on the kept-alive connection (the extender answers 405 without touching any state)."""
+    conn = _conns.get(port)
+    if conn is None:
+        conn = _conns[port] = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", path)
+    response = conn.getresponse()
+    response.read()
+    return response.status
+
+
+def timed_get(port: int, path: str, repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        get_status(port, path)
+        out.append((time.perf_counter() - started) * 1000.0)
+    return out
 
 
 def timed(port: int, calls: list[tuple[str, bytes]], repeats: int) -> list[float]:
@@ -372,6 +394,38 @@ def throughput_python(port: int, body: bytes, seconds: int, processes: int) -> d
             "client": f"python x{processes}"}
 
 
+# --- before / after in one run --------------------------------------------------------------------
+
+BASELINE_ENV = {"NETAWARE_LEAN_EXTENDER": "false", "NETAWARE_STATE_VERSION_CHECK_SECONDS": "0"}
+
+
+def compare_with_baseline(args: argparse.Namespace, port: int, body: bytes, samples: int) -> dict[str, Any]:
+    """The same filter + prioritize pair against a second gunicorn configured as before this
+    work (every request through Django's middleware and URL resolver, one Redis version read per
+    request), measured in alternating blocks with the tuned server so both see the same load."""
+    base_port = free_port()
+    base = start_gunicorn(base_port, args.workers, args.worker_class, extra_env=BASELINE_ENV)
+    calls = [("/scheduler/filter", body), ("/scheduler/prioritize", body)]
+    out: dict[str, list[float]] = {"tuned": [], "baseline": []}
+    try:
+        pool = [multiprocessing.Process(target=post, args=(base_port, "/scheduler/prioritize", body))
+                for _ in range(args.workers * 3)]
+        for p in pool:
+            p.start()
+        for p in pool:
+            p.join()
+        for _ in range(50):
+            timed(base_port, calls, 1)
+        block = 50
+        for _ in range(max(1, samples // block)):
+            out["tuned"] += timed(port, calls, block)
+            out["baseline"] += timed(base_port, calls, block)
+    finally:
+        os.killpg(base.pid, signal.SIGTERM)
+        base.wait(30)
+    return out
+
+
 # --- main ---------------------------------------------------------------------------------------
 
 
@@ -386,6 +440,8 @@ def main() -> None:
     parser.add_argument("--nodes-per-zone", type=int, default=100)
     parser.add_argument("--reuse", action="store_true", help="keep the seeded data of a previous run")
     parser.add_argument("--worker-class", default="gthread", choices=["sync", "gthread"])
+    parser.add_argument("--no-compare", action="store_true",
+                        help="skip the baseline server (everything through Django, Redis version read per request)")
     args = parser.parse_args()
     samples = 200 if args.quick else 1000
 
@@ -448,6 +504,9 @@ def main() -> None:
         filt = timed(port, [("/scheduler/filter", body500)], samples // 2)
         prio = timed(port, [("/scheduler/prioritize", body500)], samples // 2)
         results["pair"] = pair
+        # The floor of a trivial request through gunicorn: GET /scheduler/filter answers 405 from
+        # the WSGI dispatch without Django, state or scoring.
+        results["trivial"] = timed_get(port, "/scheduler/filter", samples)
         results["filter"] = filt
         results["prioritize"] = prio
         if shutil.which("wrk"):
@@ -460,6 +519,8 @@ def main() -> None:
         results["obj_p"] = timed(port, [("/scheduler/prioritize", body_objects)], samples // 5)
         workers = worker_pids(server.pid)
         results["rss"] = [rss_mib(pid) for pid in workers]
+        if not args.no_compare:
+            results["compare"] = compare_with_baseline(args, port, body500, samples)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(30)
@@ -485,6 +546,8 @@ def main() -> None:
         ("500 NodeNames: filter + prioritize, p99", f"{pct(p['pair'], 99):.2f} ms", "≤ 5 ms"),
         ("HTTP floor: the same pair for a pod in no AppGroup, 1 candidate, p50 / p99",
          f"{statistics.median(p['floor']):.2f} / {pct(p['floor'], 99):.2f} ms", ""),
+        ("trivial request floor: GET /scheduler/filter → 405 (gunicorn + WSGI dispatch, no Django), p50 / p99",
+         f"{statistics.median(p['trivial']):.2f} / {pct(p['trivial'], 99):.2f} ms", ""),
         ("500 NodeNames: filter alone p50 / p99",
          f"{statistics.median(p['filter']):.2f} / {pct(p['filter'], 99):.2f} ms", ""),
         ("500 NodeNames: prioritize alone p50 / p99",
@@ -513,6 +576,17 @@ def main() -> None:
          f"{drained} in {drain_s:.1f} s ({drained / max(drain_s, 1e-9):.0f}/s); {decisions} kept "
          "(DECISION_RETENTION)", ""),
     ]
+    if "compare" in p:
+        tuned, base = p["compare"]["tuned"], p["compare"]["baseline"]
+        rows_out[2:2] = [
+            ("before/after, alternating blocks: baseline server (all through Django, Redis version read per "
+             "request) filter + prioritize p50 / p99",
+             f"{statistics.median(base):.2f} / {pct(base, 99):.2f} ms (n={len(base)})", ""),
+            ("before/after, alternating blocks: tuned server p50 / p99",
+             f"{statistics.median(tuned):.2f} / {pct(tuned, 99):.2f} ms (n={len(tuned)})", "≤ 2 / 5 ms"),
+            ("before/after ratio (baseline / tuned), p50 / p99",
+             f"{statistics.median(base) / statistics.median(tuned):.2f}× / {pct(base, 99) / pct(tuned, 99):.2f}×", ""),
+        ]
     print(f"\ngunicorn -w {args.workers} -k {args.worker_class} --threads 1; load average before/after: "
           f"{load_before} / {os.getloadavg()[0]:.2f}. "
           f"Seeded {len(names)} nodes, 11 workloads, 200 placed pods in {seed_s:.1f} s; "

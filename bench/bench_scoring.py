@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import WorkloadRef, topology_positions
-from apps.scheduler.scoring.fixtures import paper_appgroup
+from apps.scheduler.scoring.fixtures import paper_appgroup, pod_labels
 from apps.scheduler.scoring.network_score import naive_network_score, network_scores
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo
 from apps.topology.topomath import Topology
@@ -108,7 +108,7 @@ def pct(values: list[float], q: float) -> float:
 
 def bench(state: ClusterState, candidates: list[str], profile: engine.Profile, reps: int) -> list[float]:
     group = state.appgroups[0]
-    pods = [PodInfo("default", f"{w.name}-x", labels={"app": w.name}, cpu_request_millicores=100,
+    pods = [PodInfo("default", f"{w.name}-x", labels=pod_labels(w.name), cpu_request_millicores=100,
                     memory_request_bytes=64 << 20) for w in group.workloads]
     for pod in pods:  # warm caches once per workload
         engine.run_scorers(state, pod, candidates, profile)

@@ -20,11 +20,17 @@ _UNSET = object()
 def env(name: str, default: object = _UNSET, *, required_in_production: bool = False) -> str:
     """Read ``name`` or the file named by ``name_FILE``; fail fast when required."""
     file_path = os.environ.get(f"{name}_FILE")
+    value: str | None = None
     if file_path:
         try:
-            return Path(file_path).read_text().strip()
+            value = Path(file_path).read_text().strip()
         except OSError as exc:
             raise ImproperlyConfigured(f"{name}_FILE={file_path!r} cannot be read: {exc}") from exc
+        if value:
+            return value
+        # An empty secret file is as good as a missing one: fall through to the fail-fast rules.
+        if PRODUCTION and required_in_production:
+            raise ImproperlyConfigured(f"{name}_FILE={file_path!r} is empty")
     value = os.environ.get(name)
     if value is not None and value != "":
         return value

@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_celery_beat",
     "apps.topology",
     "apps.appgroups",
@@ -39,6 +40,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves admin / DRF / Swagger UI assets from gunicorn too: no separate web server, no CDN.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -97,6 +100,8 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Serve straight from the apps' static folders when collectstatic has not run (development, tests).
+WHITENOISE_USE_FINDERS = True
 
 # Celery: Redis broker and result backend; schedules live in django-celery-beat's tables.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", REDIS_URL)
@@ -111,6 +116,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 
+REQUIRE_AUTH = env_bool("NETAWARE_REQUIRE_AUTH", PRODUCTION)
+LOGIN_URL = "admin:login"
+
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
@@ -120,7 +128,16 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    # Reads are open; writes need a user (admin session or HTTP basic) wherever NETAWARE_REQUIRE_AUTH is
+    # on, which it is by default in production. The extender verbs are not DRF views and stay open to
+    # kube-scheduler.
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticatedOrReadOnly" if REQUIRE_AUTH else "rest_framework.permissions.AllowAny"
+    ],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.BasicAuthentication",
+    ],
     "EXCEPTION_HANDLER": "rest_framework.views.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
@@ -128,6 +145,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Network-aware scheduling companion for Kubernetes.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI / Redoc from the drf-spectacular-sidecar package: clusters are often air-gapped.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Bodies larger than this are refused before parsing (extender requests with 5,000 full Node
@@ -169,6 +190,12 @@ NETAWARE = {
     "DECISION_QUEUE": env_bool("NETAWARE_DECISION_QUEUE", True),
     "DECISION_QUEUE_MAX": env_int("NETAWARE_DECISION_QUEUE_MAX", 20000),
     "STATE_DB_CHECK_SECONDS": env_float("NETAWARE_STATE_DB_CHECK_SECONDS", 2.0),
+    # Extender: read the Redis state version at most this often (staleness bound for writes made by
+    # other processes; a bind answered by this process is seen by its next request at once).
+    "STATE_VERSION_CHECK_SECONDS": env_float("NETAWARE_STATE_VERSION_CHECK_SECONDS", 0.02),
+    # Serve /scheduler/* through the lean WSGI dispatch (netaware_site/wsgi.py) instead of Django's
+    # middleware stack; false only for comparison (bench/bench_extender.py --compare).
+    "LEAN_EXTENDER": env_bool("NETAWARE_LEAN_EXTENDER", True),
     "STATE_MAX_AGE_SECONDS": env_float("NETAWARE_STATE_MAX_AGE_SECONDS", 15.0),
     "STATE_RETRY_AFTER_SECONDS": env_float("NETAWARE_STATE_RETRY_AFTER_SECONDS", 1.0),
     "HOTSPOT_WINDOW_SECONDS": env_int("NETAWARE_HOTSPOT_WINDOW_SECONDS", 300),

@@ -12,6 +12,8 @@ ensure_redis
 
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/netaware}"
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
+# Everything a test needs is installed above, so a skipped test means an unproven requirement.
+export NETAWARE_FAIL_ON_SKIP="${NETAWARE_FAIL_ON_SKIP:-1}"
 
 log "ruff"
 "$VENV/bin/ruff" check .

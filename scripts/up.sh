@@ -96,7 +96,7 @@ start_proc prometheus "$(command -v prometheus)" --config.file="$STATE/prometheu
   --storage.tsdb.path="$STATE/prometheus-data" --web.listen-address="127.0.0.1:$PROM_PORT" \
   --storage.tsdb.retention.time=2d --web.enable-lifecycle
 start_proc web "$VENV/bin/gunicorn" netaware_site.wsgi:application --bind "127.0.0.1:$WEB_PORT" \
-  --workers 2 --timeout 30 --access-logfile - 
+  --workers 2 --worker-class gthread --threads 1 --keep-alive 30 --timeout 30 --access-logfile - 
 start_proc worker "$VENV/bin/celery" -A netaware_site worker --loglevel INFO --concurrency 2
 start_proc beat "$VENV/bin/celery" -A netaware_site beat --loglevel INFO \
   --scheduler django_celery_beat.schedulers:DatabaseScheduler --pidfile=

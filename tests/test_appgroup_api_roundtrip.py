@@ -87,7 +87,7 @@ def test_edit_export_and_reimport_round_trip(client, boutique):
                     "min_bandwidth": "100Mi",
                 }
             ]
-            workload["selector"] = "app=ad,tier in (backend)"
+            workload["selector"] = "app=adservice,tier in (backend)"
     response = client.put(f"/api/appgroups/{boutique['id']}", data=document, content_type="application/json")
     assert response.status_code == 200, response.content
     edited = spec_of(boutique["id"])

@@ -173,8 +173,8 @@ def test_placements_counts_and_order_appear_in_status_only_when_changed(fake_kub
     sync.sync_once()
     for pod, app, node in (
         ("frontend-1", "frontend", "n1"),
-        ("cart-1", "cart", "n2"),
-        ("cart-2", "cart", "n3"),
+        ("cart-1", "cartservice", "n2"),  # upstream manifests label cart pods app=cartservice
+        ("cart-2", "cartservice", "n3"),
     ):
         services.record_placement(
             pod_namespace="default",

@@ -26,6 +26,8 @@ from tests.support.prometheus import free_port
         (["--node", "a", "--iperf-duration", "5"], {}, "--iperf-duration"),
         (["--node", "a", "--probe-rate", "-1"], {}, "--probe-rate"),
         (["--node", "a"], {"PROBE_RATE": "fast"}, "PROBE_RATE"),
+        (["--node", "a"], {"METRICS_PORT": "abc"}, "METRICS_PORT"),
+        (["--node", "a"], {"IPERF_PORT": "70000"}, "IPERF_PORT"),
     ],
 )
 def test_bad_configuration_exits_2_naming_the_setting(args, env, message) -> None:

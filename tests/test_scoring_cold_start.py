@@ -13,7 +13,7 @@ from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Se
 from apps.probes.scenario import load_scenario
 from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import WorkloadRef
-from apps.scheduler.scoring.fixtures import paper_appgroup
+from apps.scheduler.scoring.fixtures import paper_appgroup, pod_labels
 from apps.scheduler.scoring.network_score import naive_network_score
 from apps.scheduler.scoring.scenario_topology import topology_from_scenario
 from apps.scheduler.scoring.state import ClusterState, NodeResources, PodInfo
@@ -38,7 +38,7 @@ def _best_zones(out, zone_of):
 def test_first_pod_of_any_workload_goes_to_zone_a(testbed, workload):
     topology, nodes, zone_of = testbed
     state = ClusterState(topology=topology, appgroups=(paper_appgroup(),), nodes=nodes)
-    out = engine.run_scorers(state, PodInfo("default", f"{workload}-0", labels={"app": workload}),
+    out = engine.run_scorers(state, PodInfo("default", f"{workload}-0", labels=pod_labels(workload)),
                              list(topology.nodes), engine.BUILTIN_PROFILES["network"])
     assert _best_zones(out, zone_of) == {"A"}
     far = [s for n, s in zip(out.nodes, out.breakdown["network-score"], strict=True) if zone_of[n] == "FAR"]
@@ -52,7 +52,7 @@ def test_cold_start_follows_capacity_when_zone_a_is_full(testbed):
                              requested_cpu_millicores=r.allocatable_cpu_millicores if r.zone == "A" else 0)
             for n, r in nodes.items()}
     state = ClusterState(topology=topology, appgroups=(paper_appgroup(),), nodes=full)
-    out = engine.run_scorers(state, PodInfo("default", "cart-0", labels={"app": "cart"}),
+    out = engine.run_scorers(state, PodInfo("default", "cart-0", labels=pod_labels("cart")),
                              [n for n in topology.nodes if zone_of[n] != "A"], engine.BUILTIN_PROFILES["network"])
     assert _best_zones(out, zone_of) == {"B"}
 
@@ -61,7 +61,7 @@ def test_disabled_cold_start_is_neutral(testbed):
     topology, nodes, _ = testbed
     state = ClusterState(topology=topology, appgroups=(paper_appgroup(),), nodes=nodes)
     profile = engine.Profile("plain", (("network-score", 1.0, {"cold_start": False}),))
-    out = engine.run_scorers(state, PodInfo("default", "ad-0", labels={"app": "ad"}), list(topology.nodes), profile)
+    out = engine.run_scorers(state, PodInfo("default", "ad-0", labels=pod_labels("ad")), list(topology.nodes), profile)
     assert set(out.total.tolist()) == {50.0}
 
 
@@ -76,7 +76,7 @@ def test_random_rollouts_never_touch_far(testbed):
         placements: dict = {}
         for w in order:
             state = ClusterState(topology=topology, appgroups=(group,), placements=placements, nodes=nodes)
-            out = engine.run_scorers(state, PodInfo("default", w, labels={"app": w}), list(topology.nodes),
+            out = engine.run_scorers(state, PodInfo("default", w, labels=pod_labels(w)), list(topology.nodes),
                                      engine.BUILTIN_PROFILES["network"])
             choice = rng.choice([n for n, s in zip(out.nodes, out.extender, strict=True) if s == out.extender.max()])
             placements = {**placements, ("default", group.name, w): (choice,)}
@@ -90,7 +90,7 @@ def test_partially_placed_group_uses_regular_score(testbed):
     # frontend in C: cart's dependent is placed, so Algorithm 2 (not cold start) decides -> C wins.
     state = ClusterState(topology=topology, appgroups=(group,), nodes=nodes,
                          placements={("default", group.name, "frontend"): ("n1412",)})
-    out = engine.run_scorers(state, PodInfo("default", "cart-0", labels={"app": "cart"}), list(topology.nodes),
+    out = engine.run_scorers(state, PodInfo("default", "cart-0", labels=pod_labels("cart")), list(topology.nodes),
                              engine.BUILTIN_PROFILES["network"])
     assert _best_zones(out, zone_of) == {"C"}
     assert not any("cold start" in note for note in out.notes)

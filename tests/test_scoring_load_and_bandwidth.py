@@ -13,7 +13,7 @@ from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Se
 from apps.probes.scenario import load_scenario
 from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import NEUTRAL_SCORE
-from apps.scheduler.scoring.fixtures import paper_appgroup
+from apps.scheduler.scoring.fixtures import paper_appgroup, pod_labels
 from apps.scheduler.scoring.scenario_topology import topology_from_scenario
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo
 
@@ -36,7 +36,7 @@ def _state(topology, usage, *, recent=None, nodes=None) -> ClusterState:
                         recent_bindings=recent or {})
 
 
-POD = PodInfo("default", "cart-0", labels={"app": "cart"})
+POD = PodInfo("default", "cart-0", labels=pod_labels("cart"))
 
 
 def _scores(state, scorer, candidates, params=None):
@@ -105,7 +105,7 @@ def _bw_group(min_redis: float | None, min_frontend: float | None) -> AppGroupSp
     return AppGroupSpec("default", "shop", (
         WorkloadSpec("frontend", LabelSelector({"app": "frontend"}), 1.0,
                      (DependencySpec("cart", s, min_bandwidth_bps=min_frontend),)),
-        WorkloadSpec("cart", LabelSelector({"app": "cart"}), 0.8,
+        WorkloadSpec("cart", LabelSelector(pod_labels("cart")), 0.8,
                      (DependencySpec("redis-cart", s, min_bandwidth_bps=min_redis),)),
         WorkloadSpec("redis-cart", LabelSelector({"app": "redis-cart"}), 0.7),
     ))

@@ -11,7 +11,7 @@ import pytest
 from apps.probes.scenario import load_scenario
 from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import NEUTRAL_SCORE
-from apps.scheduler.scoring.fixtures import paper_appgroup
+from apps.scheduler.scoring.fixtures import paper_appgroup, pod_labels
 from apps.scheduler.scoring.scenario_topology import topology_from_scenario
 from apps.scheduler.scoring.state import ClusterState, NodeUsage, PodInfo
 
@@ -28,7 +28,7 @@ def state():
                                     ("default", group.name, "redis-cart"): ("n1402",)})
 
 
-CART = PodInfo("default", "cart-0", labels={"app": "cart"})
+CART = PodInfo("default", "cart-0", labels=pod_labels("cart"))
 
 
 def test_total_is_weighted_mean_of_breakdown(state):
@@ -89,10 +89,10 @@ def test_builtin_profiles_round_trip_and_selection():
 
 
 def test_pin_label_selects_the_appgroup(state):
-    pinned = PodInfo("default", "cart-0", labels={"app": "cart", "netaware.io/appgroup": "online-boutique"})
+    pinned = PodInfo("default", "cart-0", labels={**pod_labels("cart"), "netaware.io/appgroup": "online-boutique"})
     out = engine.run_scorers(state, pinned, ["n1402"], engine.BUILTIN_PROFILES["network"])
     assert out.workload == ("default/online-boutique", "cart")
-    wrong = PodInfo("default", "cart-0", labels={"app": "cart", "appgroup.diktyo.x-k8s.io": "other"})
+    wrong = PodInfo("default", "cart-0", labels={**pod_labels("cart"), "appgroup.diktyo.x-k8s.io": "other"})
     assert engine.run_scorers(state, wrong, ["n1402"], engine.BUILTIN_PROFILES["network"]).workload is None
     diagnosis = engine.explain(state, wrong)
     assert not diagnosis.ok and "default/other" in diagnosis.problems[0]
@@ -101,12 +101,12 @@ def test_pin_label_selects_the_appgroup(state):
 def test_explain_says_why_scores_are_neutral(state):
     nobody = engine.explain(state, PodInfo("default", "web", labels={"app": "web"}))
     assert nobody.workload is None and "match no workload selector" in nobody.problems[0]
-    assert "cart: app=cart" in nobody.problems[0]
-    elsewhere = engine.explain(state, PodInfo("shop", "web", labels={"app": "cart"}))
+    assert "cart: app=cartservice" in nobody.problems[0]
+    elsewhere = engine.explain(state, PodInfo("shop", "web", labels=pod_labels("cart")))
     assert elsewhere.problems == ("no AppGroup exists in namespace shop",)
-    ad = engine.explain(state, PodInfo("default", "ad-0", labels={"app": "ad"}))
+    ad = engine.explain(state, PodInfo("default", "ad-0", labels=pod_labels("ad")))
     assert ad.workload == "ad" and any("dependent frontend" in i for i in ad.info)
-    email = engine.explain(state, PodInfo("default", "email-0", labels={"app": "email"}))
+    email = engine.explain(state, PodInfo("default", "email-0", labels=pod_labels("email")))
     assert any("cold start" in i for i in email.info)
     cart = engine.explain(state, CART)
     # The paper testbed defines no zone/region costs: NetworkOverhead would see cost 100 everywhere.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 
-from .models import AppGroup, Dependency, Placement, Workload
+from .models import AppGroup, AppGroupTombstone, Dependency, Placement, Workload
 
 
 class WorkloadInline(admin.TabularInline):
@@ -137,3 +137,18 @@ class PlacementAdmin(admin.ModelAdmin):
     list_filter = ("source", "appgroup", "node_name")
     search_fields = ("pod_name", "pod_namespace", "node_name", "pod_uid")
     list_select_related = ("appgroup", "workload")
+
+
+@admin.register(AppGroupTombstone)
+class AppGroupTombstoneAdmin(admin.ModelAdmin):
+    """Pending deletions the cluster has not seen yet: visible, deletable (to cancel), never edited."""
+
+    list_display = ("namespace", "name", "resource_uid", "resource_version", "deleted_at")
+    search_fields = ("namespace", "name", "resource_uid")
+    readonly_fields = ("namespace", "name", "resource_uid", "resource_version", "deleted_at")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

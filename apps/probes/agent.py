@@ -178,6 +178,19 @@ def _env_float(env: Mapping[str, str], key: str, default: float) -> float:
         raise ConfigError(f"{key}: {raw!r} is not a number") from None
 
 
+def _env_port(env: Mapping[str, str], key: str, default: int) -> int:
+    raw = env.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        port = int(raw)
+    except ValueError:
+        raise ConfigError(f"{key}: {raw!r} is not a port number") from None
+    if not 0 < port < 65536:
+        raise ConfigError(f"{key}: {port} is not a port number (1-65535)")
+    return port
+
+
 def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m apps.probes.agent", description=__doc__.splitlines()[0])
     p.add_argument("--node", default=env.get("NODE_NAME"), help="this node's name [NODE_NAME]")
@@ -187,10 +200,10 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     p.add_argument("--netaware-url", default=env.get("NETAWARE_URL"),
                    help="discover peers from GET <url>/api/nodes/ [NETAWARE_URL]")
     p.add_argument("--bind", default=env.get("PROBE_BIND", "0.0.0.0"), help="listen address [PROBE_BIND]")
-    p.add_argument("--metrics-port", type=int, default=int(env.get("METRICS_PORT", DEFAULT_PORT)),
+    p.add_argument("--metrics-port", type=int, default=_env_port(env, "METRICS_PORT", DEFAULT_PORT),
                    help="TCP port of /metrics and /iperf/lease, and UDP port of the echo responder "
                         "[METRICS_PORT, default 9105]")
-    p.add_argument("--iperf-port", type=int, default=int(env.get("IPERF_PORT", 5201)),
+    p.add_argument("--iperf-port", type=int, default=_env_port(env, "IPERF_PORT", 5201),
                    help="port of this agent's iperf3 server [IPERF_PORT, default 5201]")
     p.add_argument("--probe-rate", type=float, default=_env_float(env, "PROBE_RATE", 2.0),
                    help="UDP probes per second per peer; 0 sends none [PROBE_RATE, default 2]")

@@ -220,6 +220,7 @@ class _StateCache:
         self.redis_version: Any = None
         self.stamps: dict[str, tuple[Any, ...]] = {}
         self.stamps_checked = 0.0
+        self.version_checked = 0.0  # when the Redis state version was last read
         self.timed_at = 0.0  # when usage and recent bindings were last read
         self.failed_until = 0.0
         self.failure = ""
@@ -229,6 +230,7 @@ class _StateCache:
         """Re-check every part on the next request (rebuilding only what changed)."""
         with self.lock:
             self.stamps_checked = 0.0
+            self.version_checked = 0.0
             self.timed_at = 0.0
             self.failed_until = 0.0
 
@@ -237,6 +239,7 @@ class _StateCache:
             self.snapshot = None
             self.stamps = {}
             self.stamps_checked = 0.0
+            self.version_checked = 0.0
             self.timed_at = 0.0
             self.failed_until = 0.0
 
@@ -260,7 +263,28 @@ class _StateCache:
                         connection.close_if_unusable_or_obsolete()
                 return Snapshot(state=None, degraded=self.failure), self.shipped
 
+    def fresh(self, now: float) -> bool:
+        """Whether the cached snapshot can be used without any round trip: the Redis version was
+        read less than STATE_VERSION_CHECK_SECONDS ago and no periodic check is due. A write
+        answered by another process is thus seen at most that late; a local write calls
+        ``invalidate()`` and is seen by the very next request."""
+        snap = self.snapshot
+        return (
+            snap is not None
+            and snap.state is not None
+            and now >= self.failed_until
+            and now - self.version_checked < float(conf("STATE_VERSION_CHECK_SECONDS", 0.02))
+            and now - self.stamps_checked < float(conf("STATE_DB_CHECK_SECONDS", 1.0))
+            and now - self.timed_at < float(conf("STATE_MAX_AGE_SECONDS", 15.0))
+        )
+
     def _get(self, now: float, outbox: list[bytes] | None) -> Snapshot:
+        snap = self.snapshot
+        if self.fresh(now):
+            assert snap is not None
+            return snap
+        timed_due = now - self.timed_at >= float(conf("STATE_MAX_AGE_SECONDS", 15.0))
+        check_due = now - self.stamps_checked >= float(conf("STATE_DB_CHECK_SECONDS", 1.0))
         try:
             # One round trip per request: the version check, plus any decisions of earlier
             # requests waiting to be queued (services._DecisionLog.outbox).
@@ -273,10 +297,8 @@ class _StateCache:
             self.shipped = bool(outbox)
         except redis.RedisError as exc:
             raise StateUnavailable(f"redis unavailable: {type(exc).__name__}: {exc}") from exc
-        snap = self.snapshot
+        self.version_checked = now
         bumped = version != self.redis_version
-        timed_due = now - self.timed_at >= float(conf("STATE_MAX_AGE_SECONDS", 15.0))
-        check_due = now - self.stamps_checked >= float(conf("STATE_DB_CHECK_SECONDS", 1.0))
         if snap is not None and snap.state is not None and not (bumped or timed_due or check_due):
             return snap
         stamps = _db(state_stamps)
@@ -364,6 +386,12 @@ def snapshot_and_ship(outbox: list[bytes]) -> tuple[Snapshot, bool]:
     """``snapshot()`` that also pushes ``outbox`` to the decision queue in the same Redis round
     trip; the bool says whether it was pushed."""
     return _cache.get(outbox)
+
+
+def version_check_due() -> bool:
+    """Whether the next ``snapshot()`` reads the state version from Redis (so decisions waiting
+    for Redis can ride along in the same round trip)."""
+    return not _cache.fresh(time.monotonic())
 
 
 def invalidate_state() -> None:

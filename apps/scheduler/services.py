@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import os
 import struct
 import threading
 import time
@@ -41,26 +42,31 @@ def _conf(name: str, default: Any) -> Any:
 
 # === decision log ==============================================================================
 # kube-scheduler calls filter and prioritize serially, so anything a worker does after answering
-# delays the next pod. A decision is therefore only encoded (orjson + zlib) and appended to a Redis
-# list once its response has been sent (ExtenderResponse.close → after_response: ~0.2 ms); the
-# Postgres INSERTs (batched) and the retention prune happen in ``drain_decisions``, run by a
+# delays the next pod: with a serial client the next request is already waiting while the worker
+# finishes the previous one. On the request path a decision is therefore only a dict appended to a
+# list (O(1)); a small background thread per process encodes it (orjson + zlib; zlib runs without
+# the GIL) while the worker waits for its next request, and the encoded blobs ride to a Redis list
+# with the next state-version read (one pipelined round trip, at most every
+# STATE_VERSION_CHECK_SECONDS) or are pushed by that thread once DECISION_OUTBOX_MAX_AGE passes.
+# The Postgres INSERTs (batched) and the retention prune happen in ``drain_decisions``, run by a
 # Celery beat task every few seconds and by the decisions API before it reads. Without Redis the
 # records go straight to Postgres; without Postgres they wait (bounded) in Redis or in-process.
+# With DECISION_QUEUE off each decision is written to Postgres right after its response.
 
 DECISION_QUEUE_KEY = selectors.DECISION_QUEUE_KEY
 _HEADER = struct.Struct("!I")
 _DECISION_FIELDS = ("verb", "pod_namespace", "pod_name", "pod_uid", "profile", "workload", "node", "candidates",
                     "result", "error", "duration_ms")
+_JSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 
 
 def _encode_breakdown(breakdown: Mapping[str, Any]) -> bytes:
     # zlib level 1 before Postgres sees it: far cheaper than jsonb parsing or TOAST's pglz.
-    return zlib.compress(orjson.dumps(breakdown, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS), 1)
+    return zlib.compress(orjson.dumps(breakdown, option=_JSON_OPTIONS), 1)
 
 
 def _encode_record(record: Mapping[str, Any]) -> bytes:
-    header = orjson.dumps({k: v for k, v in record.items() if k != "breakdown"},
-                          option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    header = orjson.dumps({k: v for k, v in record.items() if k != "breakdown"}, option=_JSON_OPTIONS)
     breakdown = record.get("breakdown")
     return _HEADER.pack(len(header)) + header + (_encode_breakdown(breakdown) if breakdown else b"")
 
@@ -76,11 +82,16 @@ def _decode_record(blob: bytes) -> Decision:
 
 
 class _DecisionLog:
-    """``pending``: records of the current request; ``outbox``: encoded records waiting for Redis.
+    """``current``: records of the request being answered (its duration is stamped at the end);
+    ``pending``: records of answered requests, not yet encoded; ``outbox``: encoded records
+    waiting for Redis.
 
-    The outbox rides along with the next request's state-version GET (one pipelined round trip,
-    ``selectors.snapshot_and_ship``); an idle process pushes it after DECISION_OUTBOX_MAX_AGE
-    seconds from a small background thread (network I/O only, so it hardly competes for the GIL)."""
+    The outbox rides along with the next state-version read (``selectors.snapshot_and_ship``,
+    which first encodes what is still pending, so the order is kept); the background thread polls
+    every POLL_SECONDS, encodes pending records one at a time and pushes an outbox older than
+    DECISION_OUTBOX_MAX_AGE seconds (an idle process)."""
+
+    POLL_SECONDS = 0.05  # how often the background thread looks for records to encode
 
     @property
     def max_age(self) -> float:
@@ -88,31 +99,68 @@ class _DecisionLog:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        # Held while records move from ``pending`` to ``outbox``, so the outbox keeps their order
+        # whichever thread encodes them.
+        self.encode_lock = threading.Lock()
+        self.local = threading.local()  # .current: records of the request this thread is answering
         self.pending: list[dict[str, Any]] = []
         self.outbox: list[bytes] = []
         self.outbox_since = 0.0
         self.since_prune = 0
         self.dropped = 0
         self.thread: threading.Thread | None = None
+        self.thread_pid = 0
 
     def add(self, record: dict[str, Any], *, flush_now: bool = False) -> None:
+        if not flush_now:
+            self.current.append(record)
+            return
         with self.lock:
             self.pending.append(record)
         if flush_now:
             self.ship(direct=True)
 
-    def encode_pending(self) -> None:
+    @property
+    def current(self) -> list[dict[str, Any]]:
+        records = getattr(self.local, "current", None)
+        if records is None:
+            records = self.local.current = []
+        return records
+
+    def finish_request(self, duration_ms: float | None = None) -> None:
+        """The request's records are complete: stamp the last one's duration, queue them."""
+        records = self.current
+        if not records:
+            return
+        if duration_ms is not None:
+            records[-1]["duration_ms"] = duration_ms
         with self.lock:
-            batch, self.pending = self.pending, []
-        if not batch:
-            return
-        blobs = [_encode_record(r) for r in batch]
-        if not _conf("DECISION_QUEUE", True):
-            if not self.write(blobs):
-                self.keep(blobs)
-            return
-        self.keep(blobs)
-        self._ensure_thread()
+            self.pending += records
+        self.local.current = []
+
+    def encode_pending(self) -> None:
+        with self.encode_lock:
+            with self.lock:
+                batch, self.pending = self.pending, []
+            if not batch:
+                return
+            blobs = [_encode_record(r) for r in batch]
+            if not _conf("DECISION_QUEUE", True):
+                if not self.write(blobs):
+                    self.keep(blobs)
+                return
+            self.keep(blobs)
+
+    def encode_one(self) -> bool:
+        """Encode the oldest pending record (background thread); False when none is left."""
+        with self.encode_lock:
+            with self.lock:
+                if not self.pending:
+                    return False
+                record = self.pending.pop(0)
+            blob = _encode_record(record)
+            self.keep([blob])
+        return True
 
     def keep(self, blobs: list[bytes], *, front: bool = False) -> None:
         with self.lock:
@@ -139,10 +187,7 @@ class _DecisionLog:
             return 0
         if not direct and _conf("DECISION_QUEUE", True):
             try:
-                pipe = selectors.redis_client().pipeline(transaction=False)
-                pipe.rpush(DECISION_QUEUE_KEY, *blobs)
-                pipe.ltrim(DECISION_QUEUE_KEY, -int(_conf("DECISION_QUEUE_MAX", 20000)), -1)
-                pipe.execute()
+                self.push(blobs)
                 return len(blobs)
             except Exception as exc:
                 log.warning("decision log: Redis unavailable (%s), writing to the database", exc)
@@ -150,6 +195,13 @@ class _DecisionLog:
             return len(blobs)
         self.keep(blobs, front=True)
         return 0
+
+    @staticmethod
+    def push(blobs: list[bytes]) -> None:
+        pipe = selectors.redis_client().pipeline(transaction=False)
+        pipe.rpush(DECISION_QUEUE_KEY, *blobs)
+        pipe.ltrim(DECISION_QUEUE_KEY, -int(_conf("DECISION_QUEUE_MAX", 20000)), -1)
+        pipe.execute()
 
     def write(self, blobs: Sequence[bytes]) -> bool:
         try:
@@ -169,33 +221,42 @@ class _DecisionLog:
                 _close_broken_connection()
         return True
 
-    def _ensure_thread(self) -> None:
-        if self.thread is not None and self.thread.is_alive():
+    def ensure_thread(self) -> None:
+        # gunicorn forks workers after the app may have started a thread in the master: check the pid.
+        if self.thread is not None and self.thread_pid == os.getpid() and self.thread.is_alive():
             return
         with self.lock:
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(target=self._idle_pusher, name="decision-outbox", daemon=True)
+            if self.thread is None or self.thread_pid != os.getpid() or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._background, name="decision-log", daemon=True)
+                self.thread_pid = os.getpid()
                 self.thread.start()
 
-    def _idle_pusher(self) -> None:
+    def _background(self) -> None:
         while True:
-            time.sleep(0.25)
+            time.sleep(self.POLL_SECONDS)
+            try:
+                # One record at a time: the GIL is held only for one orjson call (~30 µs), so a
+                # request arriving meanwhile hardly waits; zlib runs without the GIL.
+                while self.encode_one():
+                    pass
+            except Exception:
+                log.exception("decision log: encoding failed")
             with self.lock:
                 stale = bool(self.outbox) and time.monotonic() - self.outbox_since >= self.max_age
             if not stale:
                 continue
             blobs = self.take_outbox()
             try:
-                pipe = selectors.redis_client().pipeline(transaction=False)
-                pipe.rpush(DECISION_QUEUE_KEY, *blobs)
-                pipe.ltrim(DECISION_QUEUE_KEY, -int(_conf("DECISION_QUEUE_MAX", 20000)), -1)
-                pipe.execute()
+                self.push(blobs)
             except Exception:  # Redis away: the next request (or its fallback) takes them
                 self.keep(blobs, front=True)
 
 
 _decisions = _DecisionLog()
-atexit.register(lambda: _decisions.ship() if _decisions.pending or _decisions.outbox else None)
+atexit.register(
+    lambda: (_decisions.finish_request(), _decisions.ship())
+    if _decisions.current or _decisions.pending or _decisions.outbox else None
+)
 
 
 def _close_broken_connection() -> None:
@@ -204,18 +265,21 @@ def _close_broken_connection() -> None:
 
 
 def stamp_duration(started: float) -> None:
-    """Set the pending decision's duration to the whole server-side handling time (parse, score,
-    serialize), measured by the view just before the response leaves."""
-    with _decisions.lock:
-        if _decisions.pending:
-            _decisions.pending[-1]["duration_ms"] = (time.perf_counter() - started) * 1000.0
+    """Set the request's last decision's duration to the whole server-side handling time (parse,
+    score, serialize), measured by the view just before the response leaves."""
+    _decisions.finish_request((time.perf_counter() - started) * 1000.0)
 
 
 def after_response() -> None:
-    """Called once a response has been written: encode its decision (no network, never raises)."""
+    """Called once a response has been written (never raises). With the Redis queue: wake the
+    background encoder (O(1)); without it: write the decision to Postgres now."""
     try:
-        if _decisions.pending:
-            _decisions.encode_pending()
+        _decisions.finish_request()
+        if not _conf("DECISION_QUEUE", True):
+            if _decisions.pending:
+                _decisions.encode_pending()
+        elif _decisions.pending:
+            _decisions.ensure_thread()  # it polls: waking it per request would cost a GIL handoff
         if _decisions.outbox and time.monotonic() - _decisions.outbox_since >= 2 * _decisions.max_age:
             _decisions.ship()  # nothing carried them for a while (Redis was down): send or write now
     except Exception:
@@ -223,8 +287,12 @@ def after_response() -> None:
 
 
 def current_snapshot() -> selectors.Snapshot:
-    """The state for this request; earlier requests' decisions ride along to Redis."""
-    blobs = _decisions.take_outbox() if _conf("DECISION_QUEUE", True) else []
+    """The state for this request. When the state version is read from Redis (at most every
+    STATE_VERSION_CHECK_SECONDS), earlier requests' decisions ride along in the same round trip."""
+    if not _conf("DECISION_QUEUE", True) or not selectors.version_check_due():
+        return selectors.snapshot()
+    _decisions.encode_pending()  # usually already done by the background thread
+    blobs = _decisions.take_outbox()
     if not blobs:
         return selectors.snapshot()
     snap, shipped = selectors.snapshot_and_ship(blobs)

@@ -294,9 +294,35 @@ def _top(body: bytes) -> Mapping[str, Any]:
     return data
 
 
+# kube-scheduler sends the same Pod to filter and prioritize (and again on retries): the parsed
+# PodInfo is reused when uid, resourceVersion, name, labels, annotations and spec are all equal
+# (dict equality runs in C; parsing quantities and containers does not).
+_POD_CACHE: dict[tuple[str, str], tuple[Any, Any, PodInfo]] = {}
+_POD_CACHE_MAX = 4096
+
+
+def _parse_pod_cached(value: Any) -> PodInfo:
+    meta = get_ci(value, "metadata") if isinstance(value, dict) else None
+    if not isinstance(meta, dict):
+        return parse_pod(value)
+    uid, version = get_ci(meta, "uid"), get_ci(meta, "resourceVersion")
+    if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
+        return parse_pod(value)
+    seen = (get_ci(meta, "name"), get_ci(meta, "namespace"), get_ci(meta, "labels"), get_ci(meta, "annotations"))
+    spec = get_ci(value, "spec")
+    hit = _POD_CACHE.get((uid, version))
+    if hit is not None and hit[0] == seen and hit[1] == spec:
+        return hit[2]
+    pod = parse_pod(value)
+    if len(_POD_CACHE) >= _POD_CACHE_MAX:
+        _POD_CACHE.clear()
+    _POD_CACHE[(uid, version)] = (seen, spec, pod)
+    return pod
+
+
 def parse_extender_args(body: bytes) -> ExtenderArgs:
     data = _top(body)
-    pod = parse_pod(get_ci(data, "Pod"))
+    pod = _parse_pod_cached(get_ci(data, "Pod"))
     raw_names = get_ci(data, "NodeNames")
     raw_nodes = get_ci(data, "Nodes")
     names: tuple[str, ...] | None = None
@@ -304,10 +330,13 @@ def parse_extender_args(body: bytes) -> ExtenderArgs:
     if raw_names is not None:
         if not isinstance(raw_names, list):
             raise WireError(f"NodeNames: expected a list of strings, got {type(raw_names).__name__}")
-        for i, name in enumerate(raw_names):
-            if not isinstance(name, str) or not name:
-                raise WireError(f"NodeNames[{i}]: expected a node name, got {name!r}")
         names = tuple(raw_names)
+        # C-speed check first (a per-name Python loop costs ~0.1 ms per 500 names); the loop only
+        # runs to name the offending entry.
+        if not set(map(type, names)) <= {str} or "" in names:
+            for i, name in enumerate(names):
+                if not isinstance(name, str) or not name:
+                    raise WireError(f"NodeNames[{i}]: expected a node name, got {name!r}")
     elif raw_nodes is not None:
         node_list = _mapping(raw_nodes, "Nodes", allow_null=False)
         items = get_ci(node_list, "items")
@@ -426,9 +455,41 @@ def filter_error(error: str) -> bytes:
     return filter_result(args=None, passed=(), failed={}, unresolvable={}, error=error)
 
 
+# '{"Host":"<name>","Score":' per host name, JSON-escaped by orjson once (bounded), and the
+# encoded '<score>}' per extender score: the answer is then one bytes join, ~2x faster than
+# building and serializing 500 dicts.
+_HOST_PREFIX: dict[str, bytes] = {}
+_HOST_PREFIX_MAX = 50000
+_SCORE_SUFFIX = [b"%d}" % i for i in range(11)]
+
+
+def _host_prefix(host: str) -> bytes:
+    prefix = _HOST_PREFIX.get(host)
+    if prefix is None:
+        if len(_HOST_PREFIX) >= _HOST_PREFIX_MAX:
+            _HOST_PREFIX.clear()
+        prefix = _HOST_PREFIX[host] = b'{"Host":' + orjson.dumps(host) + b',"Score":'
+    return prefix
+
+
+def _score_suffix(score: int) -> bytes:
+    return _SCORE_SUFFIX[score] if 0 <= score <= 10 else b"%d}" % score
+
+
 def prioritize_result(hosts: Sequence[str], scores: Sequence[int]) -> bytes:
     """HostPriorityList: a bare list of ``{"Host", "Score"}`` with integer scores 0..10."""
-    return orjson.dumps([{"Host": h, "Score": int(s)} for h, s in zip(hosts, scores, strict=True)])
+    if len(hosts) != len(scores):
+        raise ValueError(f"prioritize_result: {len(hosts)} hosts but {len(scores)} scores")
+    if not hosts:
+        return b"[]"
+    values = [int(s) for s in scores]
+    prefix, suffix = _HOST_PREFIX, _SCORE_SUFFIX
+    if min(values) >= 0 and max(values) <= 10:
+        try:
+            return b"[" + b",".join([prefix[h] + suffix[s] for h, s in zip(hosts, values, strict=True)]) + b"]"
+        except KeyError:  # a host not seen before: fill the cache on the slow path
+            pass
+    return b"[" + b",".join([_host_prefix(h) + _score_suffix(s) for h, s in zip(hosts, values, strict=True)]) + b"]"
 
 
 def binding_result(error: str = "") -> bytes:

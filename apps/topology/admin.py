@@ -24,6 +24,10 @@ class TopologySnapshotAdmin(admin.ModelAdmin):
     exclude = ("payload",)
     readonly_fields = ("summary",)
 
+    def get_queryset(self, request):
+        # The payload is megabytes of arrays: never pull it through the ORM for list or detail pages.
+        return super().get_queryset(request).defer("payload")
+
     def has_add_permission(self, request):
         return False
 

@@ -1,8 +1,9 @@
 """Node cache and versioned NetworkTopology snapshots.
 
-A snapshot stores the derived dense arrays as one ``np.savez`` blob (float32 values, bool flags, no
-pickle): loading the current topology of 1,000 nodes is one row read and a few memcpy's instead of
-a million JSON values. The newest version is the current one; older versions are pruned to
+A snapshot stores the derived dense arrays as one binary payload (float32 values, bit-packed flags,
+fixed offsets; see ``topomath.encode_snapshot``), written and read as a binary bytea parameter and
+read back in slices, so 5,000 nodes (25M pairs, 306 MB) store and load without hex text copies.
+The newest version is the current one; older versions are pruned to
 ``NETAWARE["TOPOLOGY_KEEP_SNAPSHOTS"]``.
 """
 
@@ -13,12 +14,21 @@ import math
 from typing import Any
 
 import numpy as np
+import psycopg
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_ipv46_address
-from django.db import models
+from django.db import connection, models
 
 from .choices import NodeSource, SnapshotSource
-from .topomath import Topology
+from .topomath import (
+    Topology,
+    decode_snapshot,
+    decode_snapshot_arrays,
+    encode_snapshot,
+    is_legacy_snapshot,
+    parse_snapshot_header,
+    snapshot_header_bytes,
+)
 
 _EXTREMA = ("min_latency", "max_latency", "min_bandwidth", "max_bandwidth", "min_lossrate", "max_lossrate")
 _DECIMALS = 4
@@ -91,7 +101,9 @@ class TopologySnapshot(models.Model):
     cost_overrides = models.JSONField(default=dict, blank=True)
     # Hash of what shaped a measured rebuild; an identical rebuild returns the current snapshot.
     fingerprint = models.CharField(max_length=64, blank=True, default="")
-    payload = models.BinaryField(help_text="np.savez of nodes, zones, regions and the dense arrays")
+    # Storage format 2 (topomath.encode_snapshot); written/read in binary by write_payload/to_topology.
+    # The column is STORAGE EXTERNAL (migration 0003): uncompressed, so slices are cheap to read.
+    payload = models.BinaryField(help_text="snapshot format 2: header, float32 arrays, bit-packed flags")
 
     objects = TopologySnapshotQuerySet.as_manager()
 
@@ -134,20 +146,9 @@ class TopologySnapshot(models.Model):
     # --- payload -------------------------------------------------------------------------------
 
     @staticmethod
-    def encode_payload(topology: Topology) -> bytes:
-        buffer = io.BytesIO()
-        np.savez(
-            buffer,
-            nodes=np.asarray(topology.nodes, dtype=str),
-            zones=np.asarray(topology.zones, dtype=str),
-            regions=np.asarray(topology.regions, dtype=str),
-            latency_ms=topology.latency_ms.astype(np.float32),
-            bandwidth_mbps=topology.bandwidth_mbps.astype(np.float32),
-            loss_pct=topology.loss_pct.astype(np.float32),
-            inferred=np.packbits(topology.inferred, axis=None),
-            stale=np.packbits(topology.stale, axis=None),
-        )
-        return buffer.getvalue()
+    def encode_payload(topology: Topology) -> bytearray:
+        """Storage format 2 (see ``topomath.encode_snapshot``): float32 values, bit-packed flags."""
+        return encode_snapshot(topology)
 
     @staticmethod
     def extrema_fields(topology: Topology) -> dict[str, float | None]:
@@ -157,27 +158,31 @@ class TopologySnapshot(models.Model):
             out[name] = None if math.isnan(value) else round(value, _DECIMALS)
         return out
 
+    def write_payload(self, payload: bytes | bytearray) -> None:
+        """Write the payload as a *binary* bytea parameter.
+
+        Django's psycopg backend binds parameters client-side, i.e. a bytea travels hex-encoded
+        inside the SQL text (2x the size plus copies; over 1 GiB fails in Postgres for 5,000 nodes).
+        """
+        with _raw_cursor() as cursor:
+            cursor.execute(f"UPDATE {self._meta.db_table} SET payload = %b WHERE id = %s", [payload, self.pk])
+        self.__dict__.pop("payload", None)  # deferred: to_topology() reads it back in slices
+
     def to_topology(self) -> Topology:
-        with np.load(io.BytesIO(bytes(self.payload)), allow_pickle=False) as data:
-            nodes = tuple(data["nodes"].tolist())
-            n = len(nodes)
+        """The stored Topology. Reads the payload from the database in binary slices unless this
+        instance already holds it in memory (e.g. built by hand from ``encode_payload``)."""
+        if "payload" in self.__dict__ and (self.payload or self.pk is None):
+            payload = self.payload
+            if is_legacy_snapshot(payload):
+                return self._from_arrays(*_decode_legacy(payload))
+            layout, arrays = decode_snapshot(payload)
+            return self._from_arrays(layout.nodes, layout.zones, layout.regions, arrays)
+        return self._from_arrays(*_load_from_db(self.pk))
 
-            def values(key: str) -> np.ndarray:
-                return np.round(data[key].astype(np.float64), _DECIMALS).reshape(n, n)
-
-            def flags(key: str) -> np.ndarray:
-                return np.unpackbits(data[key], count=n * n).astype(bool).reshape(n, n)
-
-            kwargs: dict[str, Any] = {
-                "nodes": nodes,
-                "zones": tuple(data["zones"].tolist()),
-                "regions": tuple(data["regions"].tolist()),
-                "latency_ms": values("latency_ms"),
-                "bandwidth_mbps": values("bandwidth_mbps"),
-                "loss_pct": values("loss_pct"),
-                "inferred": flags("inferred"),
-                "stale": flags("stale"),
-            }
+    def _from_arrays(
+        self, nodes: tuple[str, ...], zones: tuple[str, ...], regions: tuple[str, ...], arrays: dict[str, np.ndarray]
+    ) -> Topology:
+        kwargs: dict[str, Any] = {"nodes": nodes, "zones": zones, "regions": regions, **arrays}
         for name in _EXTREMA:
             value = getattr(self, name)
             kwargs[name] = float("nan") if value is None else float(value)
@@ -189,6 +194,63 @@ class TopologySnapshot(models.Model):
             stale_reason=self.stale_reason if self.stale else "",
             cost_unit_ms=self.cost_unit_ms,
         )
+
+
+class SnapshotGone(LookupError):
+    """The snapshot row disappeared (pruned) while its payload was being read."""
+
+
+def _raw_cursor() -> psycopg.Cursor:
+    """A server-side-binding psycopg cursor on Django's connection (same transaction)."""
+    connection.ensure_connection()
+    return psycopg.Cursor(connection.connection)
+
+
+def _decode_legacy(payload: Any) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], dict[str, np.ndarray]]:
+    """Storage format 1 (``np.savez`` zip), written before 2026-11-22; still readable."""
+    with np.load(io.BytesIO(payload), allow_pickle=False) as data:
+        nodes = tuple(data["nodes"].tolist())
+        n = len(nodes)
+        arrays = {
+            key: np.round(data[key].astype(np.float64), _DECIMALS).reshape(n, n)
+            for key in ("latency_ms", "bandwidth_mbps", "loss_pct")
+        }
+        for key in ("inferred", "stale"):
+            arrays[key] = np.unpackbits(data[key], count=n * n).astype(bool).reshape(n, n)
+        return nodes, tuple(data["zones"].tolist()), tuple(data["regions"].tolist()), arrays
+
+
+def _load_from_db(pk: int) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], dict[str, np.ndarray]]:
+    """Read a payload in binary slices (``substring`` on an uncompressed EXTERNAL bytea column), so
+    neither a hex text copy nor the whole blob is ever held next to the float64 arrays."""
+    table = TopologySnapshot._meta.db_table
+    with _raw_cursor() as cursor:
+
+        def read(offset: int, length: int) -> bytes:
+            cursor.execute(f"SELECT substring(payload FROM %s FOR %s) FROM {table} WHERE id = %s",
+                           [offset + 1, length, pk], binary=True)
+            row = cursor.fetchone()
+            if row is None:
+                raise SnapshotGone(f"topology snapshot id={pk} no longer exists")
+            data: bytes = row[0]
+            if len(data) != length:
+                raise ValueError(f"topology snapshot id={pk}: payload truncated at byte {offset + len(data)}")
+            return data
+
+        cursor.execute(f"SELECT substring(payload FROM 1 FOR 65536), octet_length(payload) FROM {table} WHERE id = %s",
+                       [pk], binary=True)
+        row = cursor.fetchone()
+        if row is None:
+            raise SnapshotGone(f"topology snapshot id={pk} no longer exists")
+        head, size = row
+        if is_legacy_snapshot(head):
+            return _decode_legacy(read(0, size))
+        needed = snapshot_header_bytes(head)
+        layout = parse_snapshot_header(head if needed <= len(head) else read(0, needed))
+        if layout.total_bytes != size:
+            raise ValueError(f"topology snapshot id={pk}: payload has {size} bytes, header says {layout.total_bytes}")
+        arrays = decode_snapshot_arrays(layout, read)
+        return layout.nodes, layout.zones, layout.regions, arrays
 
 
 def nest_costs(costs: Any) -> dict[str, dict[str, float]]:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from django.db.models import QuerySet
 
-from .models import Node, TopologySnapshot
+from .models import Node, SnapshotGone, TopologySnapshot
 from .topomath import Topology, nested_maps
 
 API_VERSION = "netaware.io/v1alpha1"
@@ -42,25 +42,34 @@ def nodes() -> QuerySet[Node]:
 
 
 def _current() -> tuple[tuple[int, int], Topology] | None:
-    head = TopologySnapshot.objects.order_by("-version").values_list("pk", "version", "stale", "stale_reason").first()
-    if head is None:
-        return None
-    pk, version, stale, reason = head
-    reason = reason if stale else ""
-    with _lock:
-        # Keyed by primary key too: ids come from a sequence and are never reused, even when a
-        # rolled-back transaction (tests) or a reset database hands out the same version again.
-        topology: Topology | None = _cached["topology"]
-        if topology is None or _cached["key"] != (pk, version):
-            row = TopologySnapshot.objects.filter(pk=pk).first()
-            if row is None:  # pruned between the two queries: a newer one exists
-                return _current()
-            topology = row.to_topology()
-            _cached.update(key=(pk, version), topology=topology)
-        if topology.stale_reason != reason:
-            topology = replace(topology, stale_reason=reason)
-            _cached["topology"] = topology
-        return (pk, version), topology
+    for _attempt in range(5):
+        head = TopologySnapshot.objects.order_by("-version").values_list(
+            "pk", "version", "stale", "stale_reason").first()
+        if head is None:
+            return None
+        pk, version, stale, reason = head
+        reason = reason if stale else ""
+        with _lock:
+            # Keyed by primary key too: ids come from a sequence and are never reused, even when a
+            # rolled-back transaction (tests) or a reset database hands out the same version again.
+            topology: Topology | None = _cached["topology"]
+            if topology is None or _cached["key"] != (pk, version):
+                # Drop our reference to the old arrays first: at 5,000 nodes each version is ~650 MB.
+                _cached.update(key=None, topology=None)
+                topology = None
+                row = TopologySnapshot.objects.defer("payload").filter(pk=pk).first()
+                if row is None:  # pruned between the two queries: a newer one exists
+                    continue
+                try:
+                    topology = row.to_topology()  # binary, in slices (models._load_from_db)
+                except SnapshotGone:
+                    continue
+                _cached.update(key=(pk, version), topology=topology)
+            if topology.stale_reason != reason:
+                topology = replace(topology, stale_reason=reason)
+                _cached["topology"] = topology
+            return (pk, version), topology
+    raise SnapshotGone("topology snapshots were pruned faster than they could be read")
 
 
 def current_topology() -> Topology | None:
@@ -76,7 +85,7 @@ def topology_for(*, snapshot: TopologySnapshot) -> Topology:
     current = _current()
     if current is not None and current[0] == (snapshot.pk, snapshot.version):
         return current[1]
-    return TopologySnapshot.objects.get(pk=snapshot.pk).to_topology()
+    return TopologySnapshot.objects.defer("payload").get(pk=snapshot.pk).to_topology()
 
 
 def _pairs_by_source(topology: Topology, mask: np.ndarray) -> dict[str, list[str]]:

@@ -194,12 +194,15 @@ def _store(
             region_costs=nest_costs(topology.region_costs),
             cost_overrides=dict(cost_overrides or {}),
             fingerprint=fingerprint,
-            payload=TopologySnapshot.encode_payload(topology),
+            payload=b"",
             **TopologySnapshot.extrema_fields(topology),
         )
         snapshot.full_clean(exclude=["payload", "created_at"], validate_unique=False)
         snapshot.save()
-        TopologySnapshot.objects.filter(version__lte=version - keep).delete()
+        # Written separately as a binary parameter: the ORM would send it hex-encoded in the SQL.
+        snapshot.write_payload(TopologySnapshot.encode_payload(topology))
+        # Deferred: post_delete listeners make Django fetch the rows first, and never the payload.
+        TopologySnapshot.objects.filter(version__lte=version - keep).defer("payload").delete()
     return snapshot
 
 

@@ -52,12 +52,13 @@ def seed_boutique():
 
 
 def place(workload: str, node: str, *, pod: str | None = None):
-    """Record a placement for a pod of ``workload`` (selector app=<workload>) on ``node``."""
+    """Record a placement for a pod of ``workload`` (labelled like upstream's manifests) on ``node``."""
     from apps.appgroups import services
+    from apps.scheduler.scoring.fixtures import UPSTREAM_APP_LABELS
 
     return services.record_placement(
         pod_namespace="default", pod_name=pod or f"{workload}-0", pod_uid="", node_name=node,
-        labels={"app": workload}, source="extender",
+        labels={"app": UPSTREAM_APP_LABELS.get(workload, workload)}, source="extender",
     )
 
 

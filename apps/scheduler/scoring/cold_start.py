@@ -16,9 +16,15 @@ connects to where the *rest of its AppGroup* can run:
 * placed term: when other pods of the group (not neighbours of this pod) are already placed, the
   mean ComputeScore toward them, weighted by the placed fraction f = placed / (placed + D):
   ``raw = f placed + (1 - f) fill``;
-* relative scale: the cold-start score only ranks candidates (nothing is placed to be absolute
-  about), so ``cold = 100 clip(1 - (best_raw - raw) / spread, 0, 1)`` with spread 0.05 by default:
-  the best-connected candidates get 100 and a zone 0.05 worse gets 0.
+* relative, graded scale (``graded_scale``): the cold-start score only ranks candidates (nothing
+  is placed to be absolute about), by their gap ``g = best_raw - raw``. kube-scheduler sees only
+  ``round(total / 10)``, so the mapping is piecewise: a steep linear step 100 -> 90 over
+  ``g in [0, knee]`` (knee 0.005; within knee/2 of the best still maps to extender 10, so
+  measurement noise does not split a zone), then logarithmic 90 -> 0 over ``g in [knee, spread]``
+  (spread 1.0, the whole ComputeScore range): ``90 (1 - ln(g / knee) / ln(spread / knee))``. Each
+  extender step then stands for the same *ratio* of gaps (about x1.8), so the near-best zone is
+  clearly below the best (extender <= 9) and worse zones keep distinct, ordered integers instead of
+  all collapsing to 0 (paper testbed, frontend: A / B / C / FAR = 10 / 7 / 5 / 2).
 
 Used only when no neighbour is placed; once one is, Algorithm 2 takes over. Above ``sample`` target
 nodes, each zone keeps its highest-capacity nodes (about sample / zones of them) standing for the
@@ -38,10 +44,28 @@ from .state import ClusterState, PodInfo
 
 DEFAULT_MAX_PODS_PER_NODE = 2.0
 DEFAULT_SAMPLE = 128
-# Relative scale: a candidate whose expected connectivity is this far (in ComputeScore units, 0..1)
-# below the best candidate's scores 0. Zones differ by a few hundredths here (A vs B on the paper
-# testbed: 0.970 vs 0.958); without sharpening the extender's 0..10 integer could not tell them apart.
-DEFAULT_SPREAD = 0.05
+# Graded relative scale (see ``graded_scale``), gaps in ComputeScore units (0..1) below the best
+# candidate. Zones near the best differ by about a hundredth (A vs B on the paper testbed: gaps of
+# 0.009-0.018), worse ones by tenths (FAR: ~0.4): a linear scale either merges A and B into one
+# extender integer (wide) or C and FAR into 0 (narrow, the former spread of 0.05).
+DEFAULT_KNEE = 0.005  # gap where the steep step ends (score KNEE_SCORE)
+DEFAULT_SPREAD = 1.0  # gap that scores 0: the whole ComputeScore range
+KNEE_SCORE = 0.9  # top of the graded range: extender 9, one step below the best's 10
+
+
+def graded_scale(gap: np.ndarray, *, knee: float = DEFAULT_KNEE, spread: float = DEFAULT_SPREAD) -> np.ndarray:
+    """Gap below the best candidate (>= 0) -> 0..1, strictly decreasing up to ``spread`` (then 0).
+
+    ``1 - (1 - KNEE_SCORE) g / knee`` for ``g <= knee`` (the steep step that separates the best zone
+    from the next one in kube-scheduler's 0..10 integers), ``KNEE_SCORE (1 - ln(g / knee) /
+    ln(spread / knee))`` above it (continuous at the knee), so equal gap *ratios* cost equal score.
+    """
+    if not 0 < knee < spread:
+        raise ValueError(f"cold start scale: need 0 < knee < spread, got knee={knee}, spread={spread}")
+    g = np.maximum(np.asarray(gap, dtype=np.float64), 0.0)
+    steep = 1.0 - (1.0 - KNEE_SCORE) * g / knee
+    graded = KNEE_SCORE * (1.0 - np.log(np.maximum(g, knee) / knee) / np.log(spread / knee))
+    return np.where(g <= knee, steep, np.clip(graded, 0.0, KNEE_SCORE))
 
 
 def cold_start_sensitivity(ref: WorkloadRef) -> Sensitivity | None:
@@ -138,7 +162,8 @@ def _fill(scores: np.ndarray, caps: np.ndarray, demand: float) -> np.ndarray:
 def cold_start_scores(state: ClusterState, ref: WorkloadRef, pod: PodInfo, positions: np.ndarray, *,
                       same_node_score: float = DEFAULT_SAME_NODE_SCORE,
                       max_pods_per_node: float = DEFAULT_MAX_PODS_PER_NODE,
-                      sample: int = DEFAULT_SAMPLE, spread: float = DEFAULT_SPREAD,
+                      sample: int = DEFAULT_SAMPLE, knee: float = DEFAULT_KNEE,
+                      spread: float = DEFAULT_SPREAD,
                       ) -> tuple[np.ndarray | None, tuple[str, ...]]:
     """Cold-start score (0..100) per candidate position; None when the group has no edges at all."""
     sensitivity = cold_start_sensitivity(ref)
@@ -172,6 +197,6 @@ def cold_start_scores(state: ClusterState, ref: WorkloadRef, pod: PodInfo, posit
     known = positions >= 0
     if known.any():
         best = float(out[known].max())
-        out = np.clip(1.0 - (best - out) / spread, 0.0, 1.0)
+        out = graded_scale(best - out, knee=knee, spread=spread)
     out = np.where(known, out, 0.0)
     return MAX_NODE_SCORE * out, tuple(notes)

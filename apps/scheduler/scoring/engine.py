@@ -123,8 +123,16 @@ def _parse_cold(params: Mapping[str, Any]) -> dict[str, Any]:
         "max_pods_per_node": param_float(params, "max_pods_per_node", cold_start.DEFAULT_MAX_PODS_PER_NODE,
                                          low=1.0),
         "sample": int(param_float(params, "sample", cold_start.DEFAULT_SAMPLE, low=8, high=4096)),
-        "cold_start_spread": param_float(params, "cold_start_spread", cold_start.DEFAULT_SPREAD, low=1e-3, high=1.0),
+        **_parse_cold_scale(params),
     }
+
+
+def _parse_cold_scale(params: Mapping[str, Any]) -> dict[str, Any]:
+    knee = param_float(params, "cold_start_knee", cold_start.DEFAULT_KNEE, low=1e-4, high=0.5)
+    spread = param_float(params, "cold_start_spread", cold_start.DEFAULT_SPREAD, low=1e-3, high=1.0)
+    if spread <= knee:
+        raise ValueError(f"cold_start_spread: must be > cold_start_knee ({knee}), got {spread}")
+    return {"cold_start_knee": knee, "cold_start_spread": spread}
 
 
 def _parse_none(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -205,7 +213,8 @@ def _score_cold(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
         return np.full(len(ctx.candidates), NEUTRAL_SCORE)  # neighbours placed: Score applies
     scores, notes = cold_start.cold_start_scores(
         ctx.state, ctx.ref, ctx.pod, ctx.positions, same_node_score=p["same_node_score"],
-        max_pods_per_node=p["max_pods_per_node"], sample=p["sample"], spread=p["cold_start_spread"])
+        max_pods_per_node=p["max_pods_per_node"], sample=p["sample"], knee=p["cold_start_knee"],
+        spread=p["cold_start_spread"])
     ctx.notes.extend(notes)
     if scores is None:
         return np.full(len(ctx.candidates), NEUTRAL_SCORE)

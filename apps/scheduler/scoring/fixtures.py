@@ -1,7 +1,9 @@
 """The paper's Online Boutique AppGroup (seed 000, Table 4) as an ``AppGroupSpec``.
 
 Shared by the scoring tests, bench/bench_scoring.py and anyone needing the paper's workload without
-a database. Resource hints are Online Boutique's manifest requests; pods carry ``app=<workload>``.
+a database. Resource hints are Online Boutique's manifest requests. Workload names are the paper's
+(``cart``, ``checkout``, ...); selectors and controller names are upstream's kubernetes-manifests labels
+(``app=cartservice``, ...), so the spec matches the pods a real Online Boutique deployment creates.
 """
 
 from __future__ import annotations
@@ -32,16 +34,36 @@ PAPER_WORKLOADS: dict[str, tuple[float, int, int, tuple[tuple[str, float, float,
     "redis-cart": (0.7, 70, 200 * MI, ()),
 }
 
+# paper workload name -> the ``app`` label (and Deployment name) in upstream's kubernetes-manifests
+UPSTREAM_APP_LABELS: dict[str, str] = {
+    "frontend": "frontend",
+    "recommendation": "recommendationservice",
+    "checkout": "checkoutservice",
+    "cart": "cartservice",
+    "ad": "adservice",
+    "productcatalog": "productcatalogservice",
+    "currency": "currencyservice",
+    "payment": "paymentservice",
+    "shipping": "shippingservice",
+    "email": "emailservice",
+    "redis-cart": "redis-cart",
+}
+
+
+def pod_labels(workload: str) -> dict[str, str]:
+    """The labels upstream's manifests put on the pods of the paper's ``workload``."""
+    return {"app": UPSTREAM_APP_LABELS[workload]}
+
 
 def paper_appgroup(namespace: str = "default", name: str = "online-boutique", *, replicas: int = 1) -> AppGroupSpec:
     workloads = tuple(
         WorkloadSpec(
             name=workload,
-            selector=LabelSelector({"app": workload}),
+            selector=LabelSelector(pod_labels(workload)),
             weight=weight,
             dependencies=tuple(DependencySpec(t, Sensitivity(lat, bw, loss)) for t, lat, bw, loss in deps),
             controller_kind="Deployment",
-            controller_name=workload,
+            controller_name=UPSTREAM_APP_LABELS[workload],
             replicas=replicas,
             cpu_request_millicores=cpu,
             memory_request_bytes=mem,
