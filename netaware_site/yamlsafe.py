@@ -24,14 +24,14 @@ class UnsafeYAMLError(yaml.YAMLError):
     """Input rejected by a safety rule (alias, anchor, size, depth, node count), not by YAML syntax.
 
     A ``yaml.YAMLError`` subclass so existing ``except yaml.YAMLError`` handlers report it;
-    ``problem`` and ``line`` (1-based, or None) are set for callers that format their own message.
+    ``problem`` is the whole message (it names the line when there is one); ``line`` is 1-based or None.
     """
 
     def __init__(self, problem: str, line: int | None = None) -> None:
         self.problem = problem
         self.line = line
         self.problem_mark = None
-        super().__init__(f"{problem} (line {line})" if line is not None else problem)
+        super().__init__(problem)
 
 
 def short_repr(value: object, limit: int = 60) -> str:
@@ -48,17 +48,17 @@ def _check_events(text: str, *, max_nodes: int | None, max_depth: int) -> None:
     for event in yaml.parse(text, Loader=_Loader):
         line = event.start_mark.line + 1 if event.start_mark is not None else None
         if isinstance(event, yaml.AliasEvent):
-            raise UnsafeYAMLError(f"YAML aliases are not accepted (alias *{event.anchor[:40]}, line {line})")
+            raise UnsafeYAMLError(f"YAML aliases are not accepted (alias *{event.anchor[:40]}, line {line})", line)
         if isinstance(event, yaml.NodeEvent):
             if event.anchor is not None:
-                raise UnsafeYAMLError(f"YAML aliases are not accepted (anchor &{event.anchor[:40]}, line {line})")
+                raise UnsafeYAMLError(f"YAML aliases are not accepted (anchor &{event.anchor[:40]}, line {line})", line)
             nodes += 1
             if max_nodes is not None and nodes > max_nodes:
-                raise UnsafeYAMLError(f"YAML document has more than {max_nodes} nodes", line)
+                raise UnsafeYAMLError(f"YAML document has more than {max_nodes} nodes (line {line})", line)
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > max_depth:
-                raise UnsafeYAMLError(f"YAML document is nested deeper than {max_depth} levels", line)
+                raise UnsafeYAMLError(f"YAML document is nested deeper than {max_depth} levels (line {line})", line)
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
 

@@ -15,12 +15,15 @@ from typing import Any
 import yaml
 from django import forms
 
+from netaware_site.yamlsafe import UnsafeYAMLError, load_yaml
+
 from . import quantity, resources, services
 from .choices import Origin, TopologySortingAlgorithm
 from .graph import AppGroupSpec, DependencySpec, Sensitivity
 from .models import MAX_NETWORK_COST, AppGroup
 
 _NUMBER = {"step": "any", "min": "0"}
+MAX_YAML_BYTES = 1024 * 1024  # an AppGroup resource is a few KiB; the editor never needs more
 
 
 def _dep_prefix(i: int, j: int) -> str:
@@ -175,7 +178,7 @@ class StructuredAppGroupForm(forms.Form):
 def _yaml_line(text: str, path: str) -> int | None:
     """1-based line of the node a field path (``spec.workloads[1].weight``) points at, if found."""
     try:
-        node = yaml.compose(text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError:
         return None
     parts = re.findall(r"[^.\[\]]+|\[\d+\]", path)
@@ -236,7 +239,9 @@ class AppGroupYAMLForm(forms.Form):
     def clean_document(self) -> Mapping[str, Any]:
         text = self.cleaned_data["document"]
         try:
-            docs = [d for d in yaml.safe_load_all(text) if d is not None]
+            docs = [d for d in load_yaml(text, max_bytes=MAX_YAML_BYTES, multi=True) if d is not None]
+        except UnsafeYAMLError as exc:
+            raise forms.ValidationError(str(exc)) from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""

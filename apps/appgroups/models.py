@@ -50,7 +50,7 @@ def validate_quantity(value: str) -> None:
     except quantity.QuantityError as exc:
         raise ValidationError(str(exc), code="invalid") from exc
     if number < 0:
-        raise ValidationError(f"{value!r} must not be negative", code="min_value")
+        raise ValidationError(f"{validators.short(value)} must not be negative", code="min_value")
 
 
 class AppGroup(models.Model):

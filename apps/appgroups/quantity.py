@@ -11,6 +11,8 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
+from .validators import short
+
 # The pattern the API server (and controller-gen's int-or-string quantities) validate against.
 QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 _QUANTITY_RE = re.compile(QUANTITY_PATTERN)
@@ -45,25 +47,25 @@ class QuantityError(ValueError):
 def parse_quantity(value: str | int | float) -> Decimal:
     """The exact numeric value of a quantity; ints and floats are taken as plain numbers."""
     if isinstance(value, bool):
-        raise QuantityError(f"{value!r} is not a quantity")
+        raise QuantityError(f"{short(value)} is not a quantity")
     if isinstance(value, int):
         return Decimal(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise QuantityError(f"{value!r} is not a finite quantity")
+            raise QuantityError(f"{short(value)} is not a finite quantity")
         return Decimal(repr(value))
     if not isinstance(value, str):
-        raise QuantityError(f"{value!r} is not a quantity (expected a string such as '100M')")
+        raise QuantityError(f"{short(value)} is not a quantity (expected a string such as '100M')")
     text = value.strip()
     if not text or not _QUANTITY_RE.match(text):
-        raise QuantityError(f"{value!r} is not a Kubernetes quantity (e.g. '100m', '64Mi', '100M')")
+        raise QuantityError(f"{short(value)} is not a Kubernetes quantity (e.g. '100m', '64Mi', '100M')")
     match = _NUMBER_RE.match(text)
     assert match is not None  # guaranteed by the quantity pattern
     number_text, suffix = match.groups()
     try:
         number = Decimal(number_text)
     except InvalidOperation as exc:  # pragma: no cover - the regex admits only valid decimals
-        raise QuantityError(f"{value!r} is not a Kubernetes quantity") from exc
+        raise QuantityError(f"{short(value)} is not a Kubernetes quantity") from exc
     if suffix in BINARY_SUFFIXES:
         return number * BINARY_SUFFIXES[suffix]
     if suffix in DECIMAL_SUFFIXES:
@@ -75,7 +77,7 @@ def parse_quantity(value: str | int | float) -> Decimal:
 def _non_negative(value: str | int | float, what: str) -> Decimal:
     number = parse_quantity(value)
     if number < 0:
-        raise QuantityError(f"{what} must not be negative (got {value!r})")
+        raise QuantityError(f"{what} must not be negative (got {short(value)})")
     return number
 
 

@@ -103,9 +103,9 @@ def _number(value: object, path: str, *, default: float | None = None, minimum: 
             try:
                 value = float(value)
             except ValueError:
-                raise ResourceError(path, f"must be a number (got {value!r})") from None
+                raise ResourceError(path, f"must be a number (got {validators.short(value)})") from None
         else:
-            raise ResourceError(path, f"must be a number (got {value!r})")
+            raise ResourceError(path, f"must be a number (got {validators.short(value)})")
     number = float(value)
     if not math.isfinite(number):
         raise ResourceError(path, "must be a finite number")
@@ -116,7 +116,7 @@ def _number(value: object, path: str, *, default: float | None = None, minimum: 
 
 def _integer(value: object, path: str, *, minimum: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or float(value) != int(value):
-        raise ResourceError(path, f"must be an integer (got {value!r})")
+        raise ResourceError(path, f"must be an integer (got {validators.short(value)})")
     number = int(value)
     if number < minimum:
         raise ResourceError(path, f"must be >= {minimum} (got {number})")
@@ -143,7 +143,7 @@ def _metadata(doc: Mapping[str, Any], default_namespace: str) -> tuple[str, str,
 def _algorithm(value: object, path: str, *, required: bool) -> str:
     algorithm = _string(value, path, required=required, default=toposort.DEFAULT_ALGORITHM)
     if algorithm not in toposort.ALGORITHMS:
-        raise ResourceError(path, f"{algorithm!r} is not one of {', '.join(toposort.ALGORITHMS)}")
+        raise ResourceError(path, f"{validators.short(algorithm)} is not one of {', '.join(toposort.ALGORITHMS)}")
     return algorithm
 
 
@@ -209,7 +209,7 @@ def _check_graph(
         if workload.name in seen:
             raise ResourceError(
                 f"{paths[index]}",
-                f"duplicate workload name {workload.name!r} (also workloads[{seen[workload.name]}])",
+                f"duplicate workload name {validators.short(workload.name)} (also workloads[{seen[workload.name]}])",
             )
         seen[workload.name] = index
     for index, workload in enumerate(workloads):
@@ -217,13 +217,13 @@ def _check_graph(
         for dep_index, dependency in enumerate(workload.dependencies):
             path = dep_paths[index][dep_index]
             if dependency.target == workload.name:
-                raise ResourceError(path, f"workload {workload.name!r} cannot depend on itself")
+                raise ResourceError(path, f"workload {validators.short(workload.name)} cannot depend on itself")
             if dependency.target not in seen:
                 raise ResourceError(
-                    path, f"unknown dependency target {dependency.target!r} (not a workload of this AppGroup)"
+                    path, f"unknown dependency target {validators.short(dependency.target)} (not a workload of this AppGroup)"
                 )
             if dependency.target in targets:
-                raise ResourceError(path, f"duplicate dependency on {dependency.target!r}")
+                raise ResourceError(path, f"duplicate dependency on {validators.short(dependency.target)}")
             targets.add(dependency.target)
 
 
@@ -566,14 +566,14 @@ def detect_flavor(doc: Mapping[str, Any]) -> Flavor:
         raise ResourceError("", "the document must be an object (a Kubernetes resource)")
     kind = doc.get("kind")
     if kind != APPGROUP_KIND:
-        raise ResourceError("kind", f"must be {APPGROUP_KIND!r} (got {kind!r})")
+        raise ResourceError("kind", f"must be {APPGROUP_KIND!r} (got {validators.short(kind)})")
     api_version = doc.get("apiVersion")
     if api_version == API_VERSION:
         return "netaware"
     if api_version == DIKTYO_APPGROUP_API_VERSION:
         return "diktyo"
     raise ResourceError(
-        "apiVersion", f"must be {API_VERSION!r} or {DIKTYO_APPGROUP_API_VERSION!r} (got {api_version!r})"
+        "apiVersion", f"must be {API_VERSION!r} or {DIKTYO_APPGROUP_API_VERSION!r} (got {validators.short(api_version)})"
     )
 
 

@@ -16,7 +16,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import quantity, resources, signals
+from . import quantity, resources, signals, validators
 from .choices import Origin, PlacementSource
 from .graph import AppGroupSpec, LabelSelector
 from .models import AppGroup, Dependency, Placement, Workload
@@ -69,7 +69,7 @@ def save_appgroup(
     ``notify_cluster=False`` for changes that come from the cluster.
     """
     if origin not in Origin.values:
-        raise AppGroupValidationError({"origin": [f"{origin!r} is not one of {', '.join(Origin.values)}"]})
+        raise AppGroupValidationError({"origin": [f"{validators.short(origin)} is not one of {', '.join(Origin.values)}"]})
     errors: dict[str, list[str]] = {}
     if appgroup is None:
         appgroup = (
@@ -77,7 +77,7 @@ def save_appgroup(
         )
         if appgroup is not None and create_only:
             raise AppGroupValidationError(
-                {"name": [f"An AppGroup named {spec.name!r} already exists in namespace {spec.namespace!r}."]}
+                {"name": [f"An AppGroup named {validators.short(spec.name)} already exists in namespace {validators.short(spec.namespace)}."]}
             )
         if appgroup is None:
             appgroup = AppGroup(namespace=spec.namespace, name=spec.name)
@@ -101,7 +101,7 @@ def save_appgroup(
     for index, workload_spec in enumerate(spec.workloads):
         if workload_spec.name in seen:
             errors.setdefault(f"workloads[{index}].name", []).append(
-                f"Duplicate workload name {workload_spec.name!r} (also workloads[{seen[workload_spec.name]}])."
+                f"Duplicate workload name {validators.short(workload_spec.name)} (also workloads[{seen[workload_spec.name]}])."
             )
         seen.setdefault(workload_spec.name, index)
     if errors:
@@ -152,12 +152,12 @@ def save_appgroup(
             target = saved.get(dep_spec.target)
             if target is None:
                 errors.setdefault(f"{path}.target", []).append(
-                    f"Unknown dependency target {dep_spec.target!r}: not a workload of this AppGroup."
+                    f"Unknown dependency target {validators.short(dep_spec.target)}: not a workload of this AppGroup."
                 )
                 continue
             if dep_spec.target in pairs:
                 errors.setdefault(f"{path}.target", []).append(
-                    f"Duplicate dependency on {dep_spec.target!r}."
+                    f"Duplicate dependency on {validators.short(dep_spec.target)}."
                 )
                 continue
             pairs.add(dep_spec.target)
@@ -264,7 +264,7 @@ def record_placement(
     workload is the first (in declaration order) whose selector matches the pod's labels.
     """
     if source not in PlacementSource.values:
-        raise ValueError(f"source must be one of {', '.join(PlacementSource.values)} (got {source!r})")
+        raise ValueError(f"source must be one of {', '.join(PlacementSource.values)} (got {validators.short(source)})")
     if not pod_namespace or not pod_name or not node_name:
         raise ValueError("pod_namespace, pod_name and node_name are required")
     workload = _find_workload(pod_namespace=pod_namespace, labels=labels)

@@ -7,6 +7,7 @@ Label syntax follows k8s.io/apimachinery/pkg/util/validation (IsQualifiedName, I
 from __future__ import annotations
 
 import re
+import reprlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,13 +34,28 @@ class SelectorError(ValueError):
         self.message = message
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = 50
+_SHORT.maxother = 50
+_SHORT.maxlong = 30
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 3
+_SHORT.maxlevel = 2
+SHORT_LIMIT = 80
+
+
+def short(value: object) -> str:
+    """``repr(value)`` of at most SHORT_LIMIT characters: messages echo user input, which may be huge."""
+    text = _SHORT.repr(value)
+    return text if len(text) <= SHORT_LIMIT else text[: SHORT_LIMIT - 3] + "..."
+
+
 def dns1123_label_error(value: str, what: str = "name") -> str | None:
     if not isinstance(value, str) or not value:
         return f"{what} must be a non-empty string"
     if len(value) > 63:
-        return f"{what} {value!r} is longer than 63 characters"
+        return f"{what} {short(value)} is longer than 63 characters"
     if not _DNS1123_LABEL_RE.match(value):
-        return f"{what} {value!r} must consist of lower case alphanumerics or '-', and start and end with an alphanumeric"
+        return f"{what} {short(value)} must consist of lower case alphanumerics or '-', and start and end with an alphanumeric"
     return None
 
 
@@ -47,10 +63,10 @@ def dns1123_subdomain_error(value: str, what: str = "name") -> str | None:
     if not isinstance(value, str) or not value:
         return f"{what} must be a non-empty string"
     if len(value) > 253:
-        return f"{what} {value!r} is longer than 253 characters"
+        return f"{what} {short(value)} is longer than 253 characters"
     if not _DNS1123_SUBDOMAIN_RE.match(value):
         return (
-            f"{what} {value!r} must consist of lower case alphanumerics, '-' or '.', "
+            f"{what} {short(value)} must consist of lower case alphanumerics, '-' or '.', "
             "and start and end with an alphanumeric"
         )
     return None
@@ -62,17 +78,17 @@ def label_key_error(key: object) -> str | None:
     prefix, slash, name = key.rpartition("/")
     if slash:
         if not prefix:
-            return f"label key {key!r} has an empty prefix"
+            return f"label key {short(key)} has an empty prefix"
         prefix_error = dns1123_subdomain_error(prefix, "label key prefix")
         if prefix_error:
             return prefix_error
     if not name:
-        return f"label key {key!r} has an empty name part"
+        return f"label key {short(key)} has an empty name part"
     if len(name) > 63:
-        return f"label key {key!r}: name part is longer than 63 characters"
+        return f"label key {short(key)}: name part is longer than 63 characters"
     if not _NAME_PART_RE.match(name):
         return (
-            f"label key {key!r}: name part must consist of alphanumerics, '-', '_' or '.', "
+            f"label key {short(key)}: name part must consist of alphanumerics, '-', '_' or '.', "
             "and start and end with an alphanumeric"
         )
     return None
@@ -80,14 +96,14 @@ def label_key_error(key: object) -> str | None:
 
 def label_value_error(value: object) -> str | None:
     if not isinstance(value, str):
-        return f"label value {value!r} must be a string"
+        return f"label value {short(value)} must be a string"
     if value == "":
         return None
     if len(value) > 63:
-        return f"label value {value!r} is longer than 63 characters"
+        return f"label value {short(value)} is longer than 63 characters"
     if not _NAME_PART_RE.match(value):
         return (
-            f"label value {value!r} must consist of alphanumerics, '-', '_' or '.', "
+            f"label value {short(value)} must consist of alphanumerics, '-', '_' or '.', "
             "and start and end with an alphanumeric"
         )
     return None
@@ -122,7 +138,7 @@ def parse_selector_string(text: str) -> dict[str, Any]:
     if not text.strip():
         raise SelectorError("", "selector must not be empty")
     for index, requirement in enumerate(_split_requirements(text)):
-        where = f"requirement {index + 1} ({requirement!r})"
+        where = f"requirement {index + 1} ({short(requirement)})"
         if not requirement:
             raise SelectorError("", f"{where} is empty")
         set_match = _IN_RE.match(requirement)
@@ -137,7 +153,7 @@ def parse_selector_string(text: str) -> dict[str, Any]:
             key, _, value = requirement.partition("==") if "==" in requirement else requirement.partition("=")
             key, value = key.strip(), value.strip()
             if key in match_labels and match_labels[key] != value:
-                raise SelectorError("", f"{where} conflicts with an earlier value for {key!r}")
+                raise SelectorError("", f"{where} conflicts with an earlier value for {short(key)}")
             match_labels[key] = value
         elif requirement.startswith("!"):
             expressions.append({"key": requirement[1:].strip(), "operator": "DoesNotExist", "values": []})
@@ -195,7 +211,7 @@ def normalize_selector(value: object) -> dict[str, Any]:
             raise SelectorError(f"{path}.key", error)
         operator = expression.get("operator")
         if operator not in OPERATORS:
-            raise SelectorError(f"{path}.operator", f"{operator!r} is not one of {', '.join(OPERATORS)}")
+            raise SelectorError(f"{path}.operator", f"{short(operator)} is not one of {', '.join(OPERATORS)}")
         values = expression.get("values") or []
         if not isinstance(values, list | tuple):
             raise SelectorError(f"{path}.values", "must be a list of strings")

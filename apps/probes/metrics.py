@@ -16,11 +16,11 @@ NODE_INFO = "netaware_node_info"
 PAIR_LABELS = ("source", "target")
 NODE_INFO_LABELS = ("node", "zone", "region")
 
-# 50 µs .. 10 s, roughly 2x apart with 1-2.5-5 steps so p50/p90/p99 interpolate to within a few
-# percent inside a decade.
+# 50 µs .. 10 s: 1-1.2-1.5-2-2.5-3-4-5-6-8 steps up to 100 ms, where node-to-node RTTs live, so
+# histogram_quantile's linear interpolation stays within ~10 % there; coarser from 100 ms to 10 s.
 RTT_BUCKETS: tuple[float, ...] = (
     0.00005, 0.0001, 0.00015, 0.0002, 0.0003, 0.0004, 0.0005, 0.0006, 0.0008,
     0.001, 0.0012, 0.0015, 0.002, 0.0025, 0.003, 0.004, 0.005, 0.006, 0.008,
-    0.01, 0.012, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075,
-    0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0,
+    0.01, 0.012, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.06, 0.08,
+    0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0,
 )

@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from netaware_site.yamlsafe import load_yaml
+
 from . import metrics
 from .choices import NodeSeries, PairSeries
 
@@ -196,7 +198,7 @@ def load_queries_file(path: str | Path, *, rate: str) -> QuerySet:
     except OSError as exc:
         raise QueriesFileError("NETAWARE_QUERIES_FILE", f"cannot read {path}: {exc.strerror}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise QueriesFileError("", f"{path}: invalid YAML: {exc}") from exc
     return build_query_set(data, rate=rate)

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from netaware_site.yamlsafe import load_yaml
+
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _CPU_RE = re.compile(r"^(\d+(?:\.\d+)?)(m?)$")
 _MEM_RE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTPE]i?|k)?$")
@@ -217,7 +219,7 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
             isinstance(source, str) and "\n" not in source and source.endswith((".yaml", ".yml"))
         ) else source
         try:
-            doc = yaml.safe_load(text)
+            doc = load_yaml(text)
         except yaml.YAMLError as exc:
             raise ScenarioError("", f"not valid YAML: {exc}") from exc
     doc = _mapping(doc, "(document)")

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from netaware_site.yamlsafe import load_yaml
+
 from .evaluation import EvaluationInputError, report_figure, run_evaluation
 from .evaluation.simulate import PAPER_PROFILES, parse_profile
 
@@ -30,7 +32,7 @@ def scenario_dir() -> Path:
 
 def _kinds(path: Path) -> set[str]:
     try:
-        return {d.get("kind", "") for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)}
+        return {d.get("kind", "") for d in load_yaml(path.read_text(), multi=True) if isinstance(d, dict)}
     except (OSError, yaml.YAMLError):
         return set()
 

@@ -86,8 +86,8 @@ class _DecisionLog:
     ``pending``: records of answered requests, not yet encoded; ``outbox``: encoded records
     waiting for Redis.
 
-    The outbox rides along with the next state-version read (``selectors.snapshot_and_ship``,
-    which first encodes what is still pending, so the order is kept); the background thread polls
+    The outbox rides along with the next state-version read (``selectors.snapshot_and_ship``);
+    the background thread polls
     every POLL_SECONDS, encodes pending records one at a time and pushes an outbox older than
     DECISION_OUTBOX_MAX_AGE seconds (an idle process)."""
 
@@ -291,8 +291,7 @@ def current_snapshot() -> selectors.Snapshot:
     STATE_VERSION_CHECK_SECONDS), earlier requests' decisions ride along in the same round trip."""
     if not _conf("DECISION_QUEUE", True) or not selectors.version_check_due():
         return selectors.snapshot()
-    _decisions.encode_pending()  # usually already done by the background thread
-    blobs = _decisions.take_outbox()
+    blobs = _decisions.take_outbox()  # only what the background thread has encoded: no work here
     if not blobs:
         return selectors.snapshot()
     snap, shipped = selectors.snapshot_and_ship(blobs)

@@ -482,13 +482,13 @@ def prioritize_result(hosts: Sequence[str], scores: Sequence[int]) -> bytes:
         raise ValueError(f"prioritize_result: {len(hosts)} hosts but {len(scores)} scores")
     if not hosts:
         return b"[]"
-    values = [int(s) for s in scores]
     prefix, suffix = _HOST_PREFIX, _SCORE_SUFFIX
-    if min(values) >= 0 and max(values) <= 10:
+    if isinstance(scores, list) and min(scores) >= 0:  # ints 0..10 from ndarray.tolist(): the fast path
         try:
-            return b"[" + b",".join([prefix[h] + suffix[s] for h, s in zip(hosts, values, strict=True)]) + b"]"
-        except KeyError:  # a host not seen before: fill the cache on the slow path
+            return b"[" + b",".join([prefix[h] + suffix[s] for h, s in zip(hosts, scores, strict=True)]) + b"]"
+        except (KeyError, IndexError, TypeError):  # a new host, a score > 10, a non-int: slow path
             pass
+    values = [int(s) for s in scores]
     return b"[" + b",".join([_host_prefix(h) + _score_suffix(s) for h, s in zip(hosts, values, strict=True)]) + b"]"
 
 

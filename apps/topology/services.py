@@ -34,6 +34,7 @@ from .topomath import (
     Topology,
     TopologyDocumentError,
     derive_topology,
+    short_repr,
     topology_from_nested,
 )
 
@@ -294,7 +295,7 @@ def mark_stale(*, reason: str) -> None:
 
 def _check_name(value: Any, path: str, errors: dict[str, str]) -> str | None:
     if not isinstance(value, str) or not value.strip() or len(value) > 253:
-        errors[path] = f"must be a non-empty name (at most 253 characters), got {value!r}"
+        errors[path] = f"must be a non-empty name (at most 253 characters), got {short_repr(value)}"
         return None
     return value
 
@@ -315,7 +316,7 @@ def _parse_costs(raw: Any, path: str, known: set[str], what: str, errors: dict[s
             if a not in known or b not in known:
                 errors[cpath] = f"unknown {what} {a if a not in known else b!r} (declare it in spec.zones)"
             elif isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0:
-                errors[cpath] = f"must be a number >= 0, got {cost!r}"
+                errors[cpath] = f"must be a number >= 0, got {short_repr(cost)}"
             else:
                 out[(a, b)] = float(cost)
     return out
@@ -328,7 +329,7 @@ def _parse_import(document: Any) -> tuple[Mapping[str, Any], str, list[NodeMeta]
         raise TopologyDocumentError({"(document)": "must be a mapping (a NetworkTopology or its spec)"})
     if "spec" in document:
         if document.get("kind", KIND) != KIND:
-            errors["kind"] = f"must be {KIND!r}, got {document.get('kind')!r}"
+            errors["kind"] = f"must be {KIND!r}, got {short_repr(document.get('kind'))}"
         spec, path = document["spec"], "spec"
         if not isinstance(spec, Mapping):
             raise TopologyDocumentError({"spec": "must be a mapping"})

@@ -14,6 +14,7 @@ nodes (1M pairs) derive in well under a second. See docs/topology.md.
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -32,6 +33,12 @@ UNKNOWN_COST = 100.0
 METRICS = ("latency", "bandwidth", "lossrate")
 EXTREMA_KEYS = ("minLatency", "maxLatency", "minBandwidth", "maxBandwidth", "minLossrate", "maxLossrate")
 _EXTREMA_FIELDS = ("min_latency", "max_latency", "min_bandwidth", "max_bandwidth", "min_lossrate", "max_lossrate")
+
+
+def short_repr(value: object) -> str:
+    """``repr(value)`` of at most 80 characters: error messages echo input, which may be huge."""
+    text = reprlib.repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 @dataclass(frozen=True, eq=False)
@@ -520,7 +527,7 @@ def topology_from_nested(
                     continue
                 limit = " and <= 100" if metric == "lossrate" else ""
                 if not _number_ok(value) or value < 0 or (metric == "lossrate" and value > 100):
-                    errors[vpath] = f"must be a number >= 0{limit}, got {value!r}"
+                    errors[vpath] = f"must be a number >= 0{limit}, got {short_repr(value)}"
                     continue
                 if src == dst:
                     continue
@@ -536,7 +543,7 @@ def topology_from_nested(
             continue
         value = doc[key]
         if not _number_ok(value) or value < 0:
-            errors[_join(path, key)] = f"must be a number >= 0, got {value!r}"
+            errors[_join(path, key)] = f"must be a number >= 0, got {short_repr(value)}"
         else:
             given[key] = float(value)
     for lo, hi in (("minLatency", "maxLatency"), ("minBandwidth", "maxBandwidth"), ("minLossrate", "maxLossrate")):

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import yaml
+from django.conf import settings
 from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -18,6 +19,8 @@ from rest_framework.decorators import action
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
+
+from netaware_site.yamlsafe import UnsafeYAMLError, load_yaml
 
 from .. import resources, selectors, services, toposort
 from ..filtersets import AppGroupFilterSet, PlacementFilterSet
@@ -60,10 +63,15 @@ class YAMLParser(parsers.BaseParser):
     media_type = "application/yaml"
 
     def parse(self, stream, media_type=None, parser_context=None):  # type: ignore[no-untyped-def]
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        body = stream.read(limit + 1 if limit else -1) if stream is not None else b""
         try:
-            documents = [doc for doc in yaml.safe_load_all(stream) if doc is not None]
+            loaded = load_yaml(body, max_bytes=limit, multi=True)
+        except UnsafeYAMLError as exc:
+            raise exceptions.ParseError(str(exc)) from None
         except yaml.YAMLError as exc:
             raise exceptions.ParseError(f"YAML parse error: {exc}") from None
+        documents = [doc for doc in loaded if doc is not None]
         if len(documents) != 1:
             raise exceptions.ParseError(f"expected exactly one YAML document, got {len(documents)}")
         return documents[0]
@@ -77,13 +85,28 @@ class TextYAMLParser(YAMLParser):
     media_type = "text/yaml"
 
 
+def plain_data(data: Any) -> Any:
+    """``data`` with DRF's ErrorDetail/ReturnDict (str/dict subclasses) as plain types SafeDumper accepts."""
+    if isinstance(data, Mapping):
+        return {plain_data(key): plain_data(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [plain_data(item) for item in data]
+    if isinstance(data, str):
+        return str(data)
+    return data
+
+
 class YAMLRenderer(renderers.BaseRenderer):
     media_type = "application/yaml"
     format = "yaml"
     charset = "utf-8"
 
     def render(self, data, accepted_media_type=None, renderer_context=None):  # type: ignore[no-untyped-def]
-        return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True).encode()
+        if data is None:
+            return b""
+        return yaml.safe_dump(
+            plain_data(data), sort_keys=False, default_flow_style=False, allow_unicode=True
+        ).encode()
 
 
 class ExportNegotiation(DefaultContentNegotiation):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rest_framework import serializers
@@ -11,7 +12,23 @@ from ..profiles import validate_profile_fields
 from ..services import decision_breakdown_by_node
 
 
+class ProfileJSONField(serializers.JSONField):
+    """DRF's JSONField rejects inf/NaN (JSON ``1e999`` parses to inf) as "Value must be valid JSON";
+    let them through so validate() answers with the exact path (``scorers[0].weight``)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        try:
+            json.dumps(data, allow_nan=True)
+        except (TypeError, ValueError):
+            self.fail("invalid")
+        return data
+
+
 class SchedulerProfileSerializer(serializers.ModelSerializer):
+    scorers = ProfileJSONField(required=False)
+    filters = ProfileJSONField(required=False)
+    params = ProfileJSONField(required=False)
+
     class Meta:
         model = SchedulerProfile
         fields = ["id", "name", "description", "is_default", "scorers", "filters", "params", "created", "updated"]

@@ -23,6 +23,7 @@ from apps.scheduler.scoring.common import WorkloadRef
 from apps.scheduler.scoring.scenario_topology import topology_from_scenario
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo
 from apps.topology.topomath import Topology
+from netaware_site.yamlsafe import load_yaml
 
 
 class EvaluationInputError(ValueError):
@@ -70,7 +71,7 @@ def load_appgroups(path: str | Path) -> tuple[AppGroupSpec, ...]:
     if not file.is_file():
         raise EvaluationInputError(f"appgroup file {str(path)!r} does not exist (or is not a file)")
     try:
-        docs = [d for d in yaml.safe_load_all(file.read_text()) if d is not None]
+        docs = [d for d in load_yaml(file.read_text(), multi=True) if d is not None]
     except yaml.YAMLError as exc:
         raise EvaluationInputError(f"appgroup file {str(path)!r} is not valid YAML: {exc}") from exc
     specs: list[AppGroupSpec] = []

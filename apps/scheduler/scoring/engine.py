@@ -14,6 +14,7 @@ plugins' 0..100 sums. We compute a 0..100 weighted mean and hand back ``floor(to
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -352,11 +353,12 @@ def validate_profile(profile: Profile) -> dict[str, dict[str, Any]]:
         name, weight, params = entry
         if name not in SCORERS:
             raise ProfileError(f"scorers[{i}].name", f"unknown scorer {name!r} (known: {', '.join(SCORERS)})")
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight >= 0:
-            raise ProfileError(f"scorers[{i}].weight", f"must be a number >= 0, got {weight!r}")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 <= weight < math.inf:
+            raise ProfileError(f"scorers[{i}].weight", f"must be a finite number >= 0, got {str(weight)[:40]}")
         total += float(weight)
         if not isinstance(params, Mapping):
             raise ProfileError(f"scorers[{i}].params", "must be a mapping")
+        _reject_non_finite(params, f"scorers[{i}].params")
         try:
             parsed[f"scorers[{i}]"] = SCORERS[name].parse(params)
         except ValueError as exc:
@@ -372,6 +374,7 @@ def validate_profile(profile: Profile) -> dict[str, dict[str, Any]]:
             raise ProfileError(f"params.{name}", "parameters for a filter the profile does not use")
         if not isinstance(params, Mapping):
             raise ProfileError(f"params.{name}", "must be a mapping")
+        _reject_non_finite(params, f"params.{name}")
     for name in profile.filters:
         params = profile.params.get(name, {})
         try:
@@ -380,6 +383,18 @@ def validate_profile(profile: Profile) -> dict[str, dict[str, Any]]:
             raise ProfileError(f"params.{name}.{str(exc).split(':')[0]}", str(exc)) from exc
         _reject_unknown(params, parsed[name], f"params.{name}")
     return parsed
+
+
+def _reject_non_finite(value: Any, path: str) -> None:
+    """JSON like 1e999 parses to inf: name the parameter instead of failing later in arithmetic."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ProfileError(path, f"must be a finite number, got {value}")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _reject_non_finite(item, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _reject_non_finite(item, f"{path}[{index}]")
 
 
 def _reject_unknown(given: Mapping[str, Any], parsed: Mapping[str, Any], path: str) -> None:

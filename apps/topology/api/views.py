@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 import yaml
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
@@ -15,6 +16,8 @@ from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from netaware_site.yamlsafe import UnsafeYAMLError, load_yaml
 
 from .. import selectors, services
 from ..filtersets import NodeFilterSet, TopologySnapshotFilterSet
@@ -44,9 +47,12 @@ class YAMLParser(BaseParser):
     media_type = "application/yaml"
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         try:
-            return yaml.safe_load(stream.read().decode("utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            return load_yaml(stream.read(limit + 1 if limit else -1), max_bytes=limit)
+        except UnsafeYAMLError as exc:
+            raise ParseError(str(exc)) from None
+        except yaml.YAMLError as exc:
             raise ParseError(f"YAML parse error - {exc}") from exc
 
 

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.topology import services
 from apps.topology.topomath import TopologyDocumentError
+from netaware_site.yamlsafe import load_yaml
 
 
 class Command(BaseCommand):
@@ -17,7 +18,7 @@ class Command(BaseCommand):
     def handle(self, *args, file: str, **options):
         try:
             text = Path("/dev/stdin" if file == "-" else file).read_text()
-            document = json.loads(text) if file.endswith(".json") else yaml.safe_load(text)
+            document = json.loads(text) if file.endswith(".json") else load_yaml(text)
         except (OSError, ValueError, yaml.YAMLError) as exc:
             raise CommandError(f"{file}: cannot read document: {exc}") from exc
         try:
