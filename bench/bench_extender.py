@@ -237,16 +237,18 @@ def start_gunicorn(port: int, workers: int, worker_class: str = "sync",
                    extra_env: dict[str, str] | None = None) -> subprocess.Popen:
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
     # One BLAS thread per worker (docs/scoring.md): two workers on two cores must not each fan out.
-    # LOG_LEVEL ERROR: the floor measurement GETs would log one "Method Not Allowed" warning each.
-    env = {**os.environ, "DEBUG": "false", "ALLOWED_HOSTS": "*", "LOG_LEVEL": "ERROR",
+    env = {**os.environ, "DEBUG": "false", "ALLOWED_HOSTS": "*", "LOG_LEVEL": "WARNING",
            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", **(extra_env or {})}
+    # The workers' log (errors, tracebacks) goes to a file, named on failure and in the output.
+    log_path = Path(tempfile.gettempdir()) / f"bench_extender_gunicorn_{port}.log"
     proc = subprocess.Popen(
         # One request at a time per process (no GIL sharing). sync closes every connection;
         # gthread with one thread keeps connections alive (as kube-scheduler's Go client wants).
         [gunicorn, "netaware_site.wsgi", "-w", str(workers), "-k", worker_class, "--threads", "1",
          "--keep-alive", "30", "-b", f"127.0.0.1:{port}", "--timeout", "300", "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True,
+        cwd=ROOT, env=env, start_new_session=True, stdout=log_path.open("ab"), stderr=subprocess.STDOUT,
     )
+    print(f"gunicorn on port {port}: log in {log_path}", file=sys.stderr)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -255,7 +257,7 @@ def start_gunicorn(port: int, workers: int, worker_class: str = "sync",
         except OSError:
             time.sleep(0.1)
     proc.kill()
-    raise RuntimeError("gunicorn did not start")
+    raise RuntimeError(f"gunicorn did not start (see {log_path})")
 
 
 def worker_pids(master: int) -> list[int]:

@@ -48,7 +48,7 @@ def _check_events(text: str, *, max_nodes: int | None, max_depth: int) -> None:
     for event in yaml.parse(text, Loader=_Loader):
         line = event.start_mark.line + 1 if event.start_mark is not None else None
         if isinstance(event, yaml.AliasEvent):
-            raise UnsafeYAMLError(f"YAML aliases are not accepted (alias *{event.anchor[:40]}, line {line})", line)
+            raise UnsafeYAMLError(f"YAML aliases are not accepted (alias *{str(event.anchor)[:40]}, line {line})", line)
         if isinstance(event, yaml.NodeEvent):
             if event.anchor is not None:
                 raise UnsafeYAMLError(f"YAML aliases are not accepted (anchor &{event.anchor[:40]}, line {line})", line)

@@ -1,8 +1,10 @@
 """Cold start puts the first pods of a rollout in the best-connected zone (A on the paper testbed),
-never in FAR, and follows free capacity when the best zone is full."""
+never in FAR, and follows free capacity when the best zone is full; its graded scale keeps every zone
+apart (A > B > C > FAR) in the 0..100 total and in kube-scheduler's 0..10 integers."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -161,7 +163,7 @@ def _by_zone(out, values, zone_of):
 
 def _assert_strictly_ordered(zones, order):
     """Every node of each zone scores strictly above every node of the next zone."""
-    for better, worse in zip(order, order[1:], strict=False):
+    for better, worse in itertools.pairwise(order):
         assert min(zones[better]) > max(zones[worse]), (better, worse, zones)
 
 

@@ -1,6 +1,6 @@
 """Scheduler API under /api/scheduler/."""
 
-from django.urls import re_path
+from django.urls import path
 from rest_framework.routers import SimpleRouter
 
 from . import views
@@ -10,7 +10,8 @@ router.register("scheduler/profiles", views.SchedulerProfileViewSet, basename="s
 router.register("scheduler/decisions", views.DecisionViewSet, basename="scheduler-decision")
 
 urlpatterns = [
-    # One route, optional trailing slash (APPEND_SLASH is off: never redirect, one OpenAPI operation).
-    re_path(r"^scheduler/diagnose/?$", views.DiagnoseView.as_view(), name="scheduler-diagnose"),
+    # Both spellings answer (APPEND_SLASH is off: never redirect); only one is in the OpenAPI schema.
+    path("scheduler/diagnose", views.DiagnoseView.as_view(), name="scheduler-diagnose"),
+    path("scheduler/diagnose/", views.DiagnoseView.as_view(schema=None), name="scheduler-diagnose-slash"),
     *router.urls,
 ]
