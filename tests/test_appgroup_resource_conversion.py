@@ -9,6 +9,7 @@ import yaml
 
 from apps.appgroups import quantity, resources
 from apps.appgroups.graph import LabelSelector
+from apps.scheduler.scoring.fixtures import pod_labels
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUTIQUE = yaml.safe_load((ROOT / "scenarios" / "online-boutique-appgroup.yaml").read_text())
@@ -55,7 +56,9 @@ def test_boutique_scenario_is_table_4():
     for workload in spec.workloads:
         weight, deps = TABLE_4[workload.name]
         assert workload.weight == weight
-        assert workload.selector == LabelSelector({"app": workload.name})
+        # Selectors are upstream's pod labels (app=cartservice for the paper's "cart"), see
+        # tests/test_appgroup_boutique_selectors_match_upstream_pods.py.
+        assert workload.selector == LabelSelector(pod_labels(workload.name))
         assert workload.replicas == 1
         assert {
             d.target: (d.sensitivity.latency, d.sensitivity.bandwidth, d.sensitivity.lossrate)

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from django import forms
 
-from netaware_site.yamlsafe import UnsafeYAMLError, load_yaml
+from apps.yamlsafe import UnsafeYAMLError, load_yaml
 
 from . import quantity, resources, services
 from .choices import Origin, TopologySortingAlgorithm

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from netaware_site.yamlsafe import load_yaml
+from apps.yamlsafe import load_yaml
 
 from . import metrics
 from .choices import NodeSeries, PairSeries

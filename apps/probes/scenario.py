@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from netaware_site.yamlsafe import load_yaml
+from apps.yamlsafe import load_yaml
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _CPU_RE = re.compile(r"^(\d+(?:\.\d+)?)(m?)$")

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from netaware_site.yamlsafe import load_yaml
+from apps.yamlsafe import load_yaml
 
 from .evaluation import EvaluationInputError, report_figure, run_evaluation
 from .evaluation.simulate import PAPER_PROFILES, parse_profile

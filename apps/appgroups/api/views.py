@@ -20,7 +20,7 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from netaware_site.yamlsafe import UnsafeYAMLError, load_yaml
+from apps.yamlsafe import UnsafeYAMLError, load_yaml
 
 from .. import resources, selectors, services, toposort
 from ..filtersets import AppGroupFilterSet, PlacementFilterSet

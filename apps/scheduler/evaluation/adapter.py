@@ -23,7 +23,7 @@ from apps.scheduler.scoring.common import WorkloadRef
 from apps.scheduler.scoring.scenario_topology import topology_from_scenario
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo
 from apps.topology.topomath import Topology
-from netaware_site.yamlsafe import load_yaml
+from apps.yamlsafe import load_yaml
 
 
 class EvaluationInputError(ValueError):

@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from netaware_site.yamlsafe import UnsafeYAMLError, load_yaml
+from apps.yamlsafe import UnsafeYAMLError, load_yaml
 
 from .. import selectors, services
 from ..filtersets import NodeFilterSet, TopologySnapshotFilterSet
