@@ -438,6 +438,56 @@ def compare_with_baseline(args: argparse.Namespace, port: int, body: bytes, floo
     return out
 
 
+# --- engine memo on / off (--memo-compare) -------------------------------------------------------
+
+MEMO_OFF_ENV = {"NETAWARE_ENGINE_MEMO": "0"}
+
+
+def compare_memo(args: argparse.Namespace, port: int, same: bytes, fresh: list[bytes], samples: int
+                 ) -> dict[str, list[float]]:
+    """Filter + prioritize with the engine's per-pod memo (``port``) against a second gunicorn with
+    ``NETAWARE_ENGINE_MEMO=0``, alternating blocks of 50. "new" pairs use a new pod (name and uid)
+    every time, so only the filter -> prioritize reuse can help; "same" repeats one pod on an
+    unchanged state (kube-scheduler retrying), which the memo answers whole."""
+    off_port = free_port()
+    off = start_gunicorn(off_port, args.workers, args.worker_class, extra_env=MEMO_OFF_ENV)
+    out: dict[str, list[float]] = {key: [] for key in ("on_new", "off_new", "on_same", "off_same")}
+    try:
+        pool = [multiprocessing.Process(target=post, args=(off_port, "/scheduler/prioritize", same))
+                for _ in range(args.workers * 3)]
+        for p in pool:
+            p.start()
+        for p in pool:
+            p.join()
+        for _ in range(50):
+            timed(off_port, [("/scheduler/filter", same), ("/scheduler/prioritize", same)], 1)
+        block = 50
+        used = 0
+        for _ in range(max(1, samples // block)):
+            bodies = fresh[used:used + block]
+            used += block
+            for tag, p in (("on", port), ("off", off_port)):
+                for body in bodies:
+                    out[f"{tag}_new"] += timed(p, [("/scheduler/filter", body), ("/scheduler/prioritize", body)], 1)
+                out[f"{tag}_same"] += timed(p, [("/scheduler/filter", same), ("/scheduler/prioritize", same)], block)
+    finally:
+        os.killpg(off.pid, signal.SIGTERM)
+        off.wait(30)
+    return out
+
+
+def print_memo_compare(out: dict[str, list[float]], load: str) -> None:
+    print(f"Engine memo on vs off (alternating blocks of 50; load average {load}):\n")
+    print("| 500 NodeNames, filter + prioritize | memo off p50 / p99 | memo on p50 / p99 | ratio p50 / p99 | n |")
+    print("|---|---:|---:|---:|---:|")
+    for key, label in (("new", "new pod every pair"), ("same", "same pod repeated, unchanged state")):
+        on, off = out[f"on_{key}"], out[f"off_{key}"]
+        print(f"| {label} | {statistics.median(off):.2f} / {pct(off, 99):.2f} ms "
+              f"| {statistics.median(on):.2f} / {pct(on, 99):.2f} ms "
+              f"| ×{statistics.median(off) / statistics.median(on):.2f} / ×{pct(off, 99) / pct(on, 99):.2f} "
+              f"| {len(on)} |")
+
+
 # --- main ---------------------------------------------------------------------------------------
 
 
@@ -454,6 +504,9 @@ def main() -> None:
     parser.add_argument("--worker-class", default="gthread", choices=["sync", "gthread"])
     parser.add_argument("--no-compare", action="store_true",
                         help="skip the baseline server (everything through Django, Redis version read per request)")
+    parser.add_argument("--memo-compare", action="store_true",
+                        help="only compare filter + prioritize with the engine's per-pod memo on and off "
+                             "(NETAWARE_ENGINE_MEMO=0), new pods and a repeated pod; skips the other measures")
     args = parser.parse_args()
     samples = 200 if args.quick else 1000
 
@@ -510,6 +563,14 @@ def main() -> None:
         for _ in range(50):
             timed(port, [("/scheduler/filter", body500), ("/scheduler/prioritize", body500)], 1)
 
+        if args.memo_compare:
+            fresh = [orjson.dumps(extender_args(k8s_pod(f"cartservice-memo{i}", namespace=NAMESPACE,
+                                                        labels={"app": "cartservice"}, uid=f"memo-uid-{i}"),
+                                                node_names=cand500))
+                     for i in range(samples)]
+            memo = compare_memo(args, port, body500, fresh, samples)
+            print_memo_compare(memo, f"{load_before} before, {os.getloadavg()[0]:.2f} after")
+            return
         pair = timed(port, [("/scheduler/filter", body500), ("/scheduler/prioritize", body500)], samples)
         results["floor"] = timed(port, [("/scheduler/filter", body_floor), ("/scheduler/prioritize", body_floor)],
                                  samples // 2)

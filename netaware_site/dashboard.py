@@ -43,3 +43,20 @@ def dashboard_css(request):
 @cache_control(public=True, max_age=300)
 def dashboard_js(request):
     return HttpResponse(_asset("dashboard.js"), content_type="application/javascript")
+
+
+def edits_need_user(view):
+    """Dashboard pages that change data need a logged-in user when ``settings.REQUIRE_AUTH`` is on
+    (the production default), like the API's writes; reading stays open."""
+    from functools import wraps
+
+    from django.conf import settings
+    from django.contrib.auth.views import redirect_to_login
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if getattr(settings, "REQUIRE_AUTH", False) and not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        return view(request, *args, **kwargs)
+
+    return wrapper

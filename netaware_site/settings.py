@@ -131,9 +131,7 @@ REST_FRAMEWORK = {
     # Reads are open; writes need a user (admin session or HTTP basic) wherever NETAWARE_REQUIRE_AUTH is
     # on, which it is by default in production. The extender verbs are not DRF views and stay open to
     # kube-scheduler.
-    "DEFAULT_PERMISSION_CLASSES": [
-        "rest_framework.permissions.IsAuthenticatedOrReadOnly" if REQUIRE_AUTH else "rest_framework.permissions.AllowAny"
-    ],
+    "DEFAULT_PERMISSION_CLASSES": ["netaware_site.permissions.WritesNeedUserWhenRequired"],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.BasicAuthentication",

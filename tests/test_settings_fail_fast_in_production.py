@@ -72,8 +72,8 @@ def test_unreadable_secret_file_is_named(tmp_path):
 
 def test_production_requires_authentication_for_api_writes():
     code = ("from django.conf import settings; "
-            "print(settings.REST_FRAMEWORK['DEFAULT_PERMISSION_CLASSES'][0])")
+            "print(settings.REQUIRE_AUTH)")
     result = subprocess.run([sys.executable, "manage.py", "shell", "--no-imports", "-c", code], cwd=ROOT, capture_output=True,
                             text=True, timeout=60, env={**os.environ, **PRODUCTION})
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "rest_framework.permissions.IsAuthenticatedOrReadOnly"
+    assert result.stdout.strip() == "True"

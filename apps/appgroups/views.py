@@ -16,6 +16,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
+from netaware_site.dashboard import edits_need_user
+
 from . import quantity, resources, selectors, services
 from .dashboard import graph_figure, placement_scores
 from .forms import AppGroupYAMLForm, StructuredAppGroupForm, document_yaml
@@ -90,6 +92,7 @@ def appgroup_detail(request, pk: int):
 
 
 @require_http_methods(["GET", "POST"])
+@edits_need_user
 def appgroup_edit(request, pk: int):
     appgroup = _appgroup(pk)
     spec = selectors.appgroup_spec(appgroup=appgroup)
@@ -107,6 +110,7 @@ def appgroup_edit(request, pk: int):
 
 
 @require_http_methods(["GET", "POST"])
+@edits_need_user
 def appgroup_yaml(request, pk: int):
     appgroup = _appgroup(pk)
     if request.method == "POST":
@@ -123,6 +127,7 @@ def appgroup_yaml(request, pk: int):
 
 
 @require_http_methods(["GET", "POST"])
+@edits_need_user
 def appgroup_new(request):
     if request.method == "POST":
         form = AppGroupYAMLForm(request.POST)
@@ -139,6 +144,7 @@ def appgroup_new(request):
 
 
 @require_http_methods(["GET", "POST"])
+@edits_need_user
 def appgroup_delete(request, pk: int):
     appgroup = get_object_or_404(AppGroup.objects.annotate(
         n_workloads=Count("workloads", distinct=True), n_placements=Count("placements", distinct=True)), pk=pk)

@@ -13,6 +13,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.yamlsafe import load_yaml
+from netaware_site.dashboard import edits_need_user
 
 from .evaluation import EvaluationInputError, report_figure, run_evaluation
 from .evaluation.simulate import PAPER_PROFILES, parse_profile
@@ -140,6 +141,7 @@ def report_rows(report: Any) -> list[dict[str, Any]]:
 
 
 @require_http_methods(["GET", "POST"])
+@edits_need_user
 def evaluation_page(request):
     form = EvaluationForm(request.POST or None)
     context: dict[str, Any] = {"form": form, "max_seeds": MAX_SEEDS}

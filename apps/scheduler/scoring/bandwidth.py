@@ -100,17 +100,23 @@ def bandwidth_risk(state: ClusterState, pod: PodInfo, candidates: Sequence[str],
 
 def bandwidth_risk_failures(state: ClusterState, pod: PodInfo, candidates: Sequence[str], *,
                             margin: float = DEFAULT_MARGIN, sensitivity: float = DEFAULT_SENSITIVITY,
-                            threshold: float = DEFAULT_RISK_THRESHOLD) -> dict[str, str]:
-    risk = bandwidth_risk(state, pod, candidates, margin=margin, sensitivity=sensitivity)
+                            threshold: float = DEFAULT_RISK_THRESHOLD,
+                            risk: np.ndarray | None = None) -> dict[str, str]:
+    """Nodes whose risk exceeds ``threshold``. ``risk``: ``bandwidth_risk(...)`` when the caller has it."""
+    if risk is None:
+        risk = bandwidth_risk(state, pod, candidates, margin=margin, sensitivity=sensitivity)
+    with np.errstate(invalid="ignore"):
+        over = np.flatnonzero(risk > threshold)  # NaN (unknown usage) never fails
     return {
-        name: f"Node {name}: bandwidth risk {risk[i]:.3f} exceeds the threshold {threshold:.3f}"
-        for i, name in enumerate(candidates)
-        if not np.isnan(risk[i]) and risk[i] > threshold
+        candidates[i]: f"Node {candidates[i]}: bandwidth risk {risk[i]:.3f} exceeds the threshold {threshold:.3f}"
+        for i in over.tolist()
     }
 
 
 def bandwidth_risk_scores(state: ClusterState, pod: PodInfo, candidates: Sequence[str], *,
-                          margin: float = DEFAULT_MARGIN, sensitivity: float = DEFAULT_SENSITIVITY) -> np.ndarray:
+                          margin: float = DEFAULT_MARGIN, sensitivity: float = DEFAULT_SENSITIVITY,
+                          risk: np.ndarray | None = None) -> np.ndarray:
     """(1 - risk) * 100, neutral where usage is missing or stale."""
-    risk = bandwidth_risk(state, pod, candidates, margin=margin, sensitivity=sensitivity)
+    if risk is None:
+        risk = bandwidth_risk(state, pod, candidates, margin=margin, sensitivity=sensitivity)
     return np.where(np.isnan(risk), NEUTRAL_SCORE, (1.0 - risk) * MAX_NODE_SCORE)

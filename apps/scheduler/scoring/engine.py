@@ -15,8 +15,13 @@ plugins' 0..100 sums. We compute a 0..100 weighted mean and hand back ``floor(to
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+import os
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -95,6 +100,113 @@ class Diagnosis:
         return not self.problems
 
 
+@dataclass(eq=False)
+class _Memo:
+    """What one (ClusterState, pod, candidate tuple) resolves to, shared by filter and prioritize.
+
+    Everything here is a pure function of the three key parts (the state is frozen and rebuilt on
+    any change), so serving it again can never differ from recomputing it. ``results`` holds the
+    outcomes and intermediate results computed so far (filter/score outcomes per profile, the
+    NetworkOverhead maps, Algorithm 2's terms).
+    """
+
+    state: weakref.ref[ClusterState]
+    candidates: tuple[str, ...]
+    ref: WorkloadRef | None
+    ref_notes: tuple[str, ...]
+    positions: np.ndarray  # read-only
+    known: np.ndarray  # read-only
+    results: dict[Hashable, Any] = field(default_factory=dict)
+
+
+class _MemoStore:
+    """LRU of ``_Memo`` keyed by (id(state), pod key, candidates), bounded in entries and in the
+    total number of candidate names held. An id is only trusted together with a weak reference to
+    the state it was taken from (ids are reused after garbage collection); entries of states that
+    are gone are dropped when a new state shows up."""
+
+    def __init__(self, max_entries: int = 256, max_names: int = 100_000) -> None:
+        self.max_entries = max_entries
+        self.max_names = max_names
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Hashable, _Memo] = OrderedDict()
+        self._names = 0
+        self._last_state = 0
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Hashable, state: ClusterState) -> _Memo | None:
+        with self._lock:
+            memo = self._entries.get(key)
+            if memo is None or memo.state() is not state:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return memo
+
+    def put(self, key: Hashable, memo: _Memo) -> None:
+        size = len(memo.candidates)
+        if size > self.max_names:
+            return
+        with self._lock:
+            state_id = key[0] if isinstance(key, tuple) else 0
+            if state_id != self._last_state:  # a new state: forget the dead ones' entries
+                self._last_state = state_id
+                for k in [k for k, m in self._entries.items() if m.state() is None]:
+                    self._names -= len(self._entries.pop(k).candidates)
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._names -= len(old.candidates)
+            self._entries[key] = memo
+            self._names += size
+            while len(self._entries) > self.max_entries or self._names > self.max_names:
+                _, evicted = self._entries.popitem(last=False)
+                self._names -= len(evicted.candidates)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._names = 0
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_MEMO = _MemoStore()
+_memo_enabled = os.environ.get("NETAWARE_ENGINE_MEMO", "1").strip().lower() not in ("0", "false", "no", "off")
+_POD_FIELDS = tuple(f.name for f in fields(PodInfo))
+
+
+def set_memo_enabled(enabled: bool) -> None:
+    """Turn the per-pod memo on or off (``NETAWARE_ENGINE_MEMO=0`` at start-up). While off it is
+    neither read nor filled; what it holds stays valid (entries are tied to their state object)."""
+    global _memo_enabled
+    _memo_enabled = bool(enabled)
+
+
+def clear_memo() -> None:
+    _MEMO.clear()
+
+
+def memo_stats() -> dict[str, int]:
+    """Entries, hits and misses of the per-pod memo (for benchmarks and diagnostics)."""
+    return {"entries": len(_MEMO), "hits": _MEMO.hits, "misses": _MEMO.misses}
+
+
+def _pod_key(pod: PodInfo) -> tuple[Any, ...] | None:
+    """Every PodInfo field (mappings as sorted items): anything a scorer could read. None when a
+    value is unhashable (then nothing is memoized)."""
+    try:
+        key = tuple(tuple(sorted(v.items())) if isinstance(v, Mapping) else v
+                    for v in (getattr(pod, name) for name in _POD_FIELDS))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 @dataclass
 class _Context:
     state: ClusterState
@@ -104,6 +216,19 @@ class _Context:
     positions: np.ndarray  # topology position, -1 = not in the topology
     notes: list[str]
     known: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # in topology or state
+    memo: _Memo | None = None
+    pod_key: tuple[Any, ...] | None = None
+
+    def remember(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """``compute()``, or what it returned before for this state, pod and candidates."""
+        if self.memo is None:
+            return compute()
+        results = self.memo.results
+        if key in results:
+            return results[key]
+        value = compute()
+        results[key] = value
+        return value
 
 
 # ---------------------------------------------------------------- parameter parsing
@@ -194,10 +319,26 @@ def _network_known(ctx: _Context, scores: np.ndarray) -> np.ndarray:
     return np.where(unknown, NEUTRAL_SCORE, scores)
 
 
+def _terms(ctx: _Context) -> tuple[tuple[network_score.Term, ...], tuple[str, ...]]:
+    assert ctx.ref is not None
+    ref = ctx.ref
+    result: tuple[tuple[network_score.Term, ...], tuple[str, ...]] = ctx.remember(
+        ("terms",), lambda: network_score.network_terms(ctx.state, ref))
+    return result
+
+
+def _overhead(ctx: _Context) -> network_overhead.OverheadResult:
+    assert ctx.ref is not None
+    ref = ctx.ref
+    result: network_overhead.OverheadResult = ctx.remember(
+        ("overhead",), lambda: network_overhead.overhead(ctx.state, ref, ctx.candidates))
+    return result
+
+
 def _score_network(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
     assert ctx.ref is not None
     scores, notes = network_score.network_scores(ctx.state, ctx.ref, ctx.positions,
-                                                 same_node_score=p["same_node_score"])
+                                                 same_node_score=p["same_node_score"], terms=_terms(ctx))
     ctx.notes.extend(notes)
     if scores is None:
         if not p["cold_start"]:
@@ -209,7 +350,7 @@ def _score_network(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
 
 def _score_cold(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
     assert ctx.ref is not None
-    terms, _ = network_score.network_terms(ctx.state, ctx.ref)
+    terms, _ = _terms(ctx)
     if terms:
         return np.full(len(ctx.candidates), NEUTRAL_SCORE)  # neighbours placed: Score applies
     scores, notes = cold_start.cold_start_scores(
@@ -225,7 +366,7 @@ def _score_cold(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
 
 def _score_overhead(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
     assert ctx.ref is not None
-    result = network_overhead.overhead(ctx.state, ctx.ref, ctx.candidates)
+    result = _overhead(ctx)
     if not result.has_dependencies or not any(
         placed_nodes(ctx.state, ctx.ref.group, d.target) for d in ctx.ref.workload.dependencies
     ):
@@ -249,8 +390,16 @@ def _score_lvrb(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
     return load_aware.load_variation_risk_scores(ctx.state, ctx.pod, ctx.candidates, **p)
 
 
+def _bw_risk(ctx: _Context, margin: float, sensitivity: float) -> np.ndarray:
+    """Node bandwidth risk, shared by the bandwidth-risk filter and scorer (read-only)."""
+    result: np.ndarray = ctx.remember(("bw-risk", margin, sensitivity), lambda: _readonly(bandwidth.bandwidth_risk(
+        ctx.state, ctx.pod, ctx.candidates, margin=margin, sensitivity=sensitivity)))
+    return result
+
+
 def _score_bw_risk(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
-    return bandwidth.bandwidth_risk_scores(ctx.state, ctx.pod, ctx.candidates, **p)
+    return bandwidth.bandwidth_risk_scores(ctx.state, ctx.pod, ctx.candidates, **p,
+                                           risk=_bw_risk(ctx, p["margin"], p["sensitivity"]))
 
 
 # ---------------------------------------------------------------- filters (failed, unresolvable)
@@ -260,12 +409,10 @@ FilterResult = tuple[dict[str, str], dict[str, str]]
 
 def _filter_overhead(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
     assert ctx.ref is not None
-    result = network_overhead.overhead(ctx.state, ctx.ref, ctx.candidates)
-    bad = {}
-    for i, name in enumerate(ctx.candidates):
-        if result.violated[i] > result.satisfied[i]:
-            bad[name] = network_overhead.filter_reason(name, int(result.satisfied[i]), int(result.violated[i]))
-    return {}, bad
+    result = _overhead(ctx)
+    names = ctx.candidates
+    return {}, {names[i]: network_overhead.filter_reason(names[i], int(result.satisfied[i]), int(result.violated[i]))
+                for i in np.flatnonzero(result.violated > result.satisfied).tolist()}
 
 
 def _filter_min_bw(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
@@ -274,7 +421,8 @@ def _filter_min_bw(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
 
 
 def _filter_bw_risk(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
-    return bandwidth.bandwidth_risk_failures(ctx.state, ctx.pod, ctx.candidates, **p), {}
+    return bandwidth.bandwidth_risk_failures(ctx.state, ctx.pod, ctx.candidates, **p,
+                                             risk=_bw_risk(ctx, p["margin"], p["sensitivity"])), {}
 
 
 def _filter_overload(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
@@ -454,28 +602,84 @@ def select_profile(pod: PodInfo, profiles: Mapping[str, Profile] | None = None,
 
 # ---------------------------------------------------------------- running
 
-def _known_mask(ctx: _Context) -> np.ndarray:
-    known = ctx.positions >= 0
+def _known_mask(state: ClusterState, names: tuple[str, ...], positions: np.ndarray) -> np.ndarray:
+    known = positions >= 0
     if known.all():
         return known
-    nodes, usage = ctx.state.nodes, ctx.state.usage
-    in_state = np.fromiter((n in nodes or n in usage for n in ctx.candidates), dtype=bool,
-                           count=len(ctx.candidates))
+    nodes, usage = state.nodes, state.usage
+    in_state = np.fromiter((n in nodes or n in usage for n in names), dtype=bool, count=len(names))
     return known | in_state
 
 
+def _readonly(arr: np.ndarray) -> np.ndarray:
+    arr.setflags(write=False)
+    return arr
+
+
 def _context(state: ClusterState, pod: PodInfo, candidates: Sequence[str]) -> _Context:
-    names = tuple(str(c) for c in candidates)
-    ref, notes = resolve_workload(state, pod)
-    ctx = _Context(state, pod, names, ref, topology_positions(state.topology, names), list(notes))
-    ctx.known = _known_mask(ctx)
-    if ref is None:
+    names = tuple(map(str, candidates))
+    pod_key = _pod_key(pod) if _memo_enabled else None
+    key = (id(state), pod_key, names) if pod_key is not None else None
+    memo = _MEMO.get(key, state) if key is not None else None
+    if memo is None:
+        ref, ref_notes = resolve_workload(state, pod)
+        positions = _readonly(topology_positions(state.topology, names))
+        memo = _Memo(weakref.ref(state), names, ref, ref_notes, positions,
+                     _readonly(_known_mask(state, names, positions)))
+        if key is not None:
+            _MEMO.put(key, memo)
+    ctx = _Context(state, pod, memo.candidates, memo.ref, memo.positions, list(memo.ref_notes), memo.known,
+                   memo if key is not None else None, pod_key)
+    if memo.ref is None:
         ctx.notes.append("pod matches no AppGroup workload: every node passes with neutral scores")
     unknown = ~ctx.known
     if unknown.any():
-        listed = ", ".join(np.array(names, dtype=object)[unknown][:10])
+        listed = ", ".join(np.array(memo.candidates, dtype=object)[unknown][:10])
         ctx.notes.append(f"{int(unknown.sum())} candidate node(s) unknown to the topology and the cluster: {listed}")
     return ctx
+
+
+def _remember_survivors(ctx: _Context, keep: np.ndarray, passed: tuple[str, ...]) -> None:
+    """Prioritize usually comes next with exactly the nodes that passed: give it the subset of this
+    context (positions, workload, NetworkOverhead maps) indexed from the arrays already built."""
+    memo = ctx.memo
+    if memo is None or ctx.pod_key is None:
+        return
+    state = memo.state()
+    if state is None:
+        return
+    sub = _Memo(memo.state, passed, memo.ref, memo.ref_notes, _readonly(memo.positions[keep]),
+                _readonly(memo.known[keep]))
+    over = memo.results.get(("overhead",))
+    if over is not None:
+        sub.results[("overhead",)] = network_overhead.OverheadResult(
+            over.costs[keep], over.satisfied[keep], over.violated[keep], has_dependencies=over.has_dependencies)
+    for key, value in memo.results.copy().items():
+        if key == ("terms",):  # per workload, not per candidate
+            sub.results[key] = value
+        elif isinstance(key, tuple) and key[0] == "bw-risk":  # per candidate
+            sub.results[key] = _readonly(value[keep])
+    _MEMO.put((id(state), ctx.pod_key, passed), sub)
+    load_aware.usage_arrays(state).narrow(memo.candidates, keep, passed)
+
+
+_validated: OrderedDict[int, tuple[Profile, dict[str, dict[str, Any]]]] = OrderedDict()
+_validated_lock = threading.Lock()
+
+
+def _parsed_params(profile: Profile) -> dict[str, dict[str, Any]]:
+    """``validate_profile`` once per Profile object (frozen; the entry keeps it alive, so its id
+    cannot be reused while cached). Invalid profiles raise every time."""
+    with _validated_lock:
+        hit = _validated.get(id(profile))
+        if hit is not None and hit[0] is profile:
+            return hit[1]
+    parsed = validate_profile(profile)
+    with _validated_lock:
+        _validated[id(profile)] = (profile, parsed)
+        while len(_validated) > 64:
+            _validated.popitem(last=False)
+    return parsed
 
 
 def to_extender_scores(total: np.ndarray) -> np.ndarray:
@@ -485,9 +689,17 @@ def to_extender_scores(total: np.ndarray) -> np.ndarray:
 
 
 def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], profile: Profile) -> FilterOutcome:
-    """Apply the profile's filters. Unknown nodes pass (with a note); a pod in no AppGroup passes."""
-    parsed = validate_profile(profile)
+    """Apply the profile's filters. Unknown nodes pass (with a note); a pod in no AppGroup passes.
+
+    Memoized per (state, pod, candidates, profile) and the survivors' context is kept for the
+    prioritize call that follows (see docs/scoring.md, "Per-pod memo")."""
+    parsed = _parsed_params(profile) if _memo_enabled else validate_profile(profile)
     ctx = _context(state, pod, candidates)
+    key = ("filter", id(profile))
+    hit = ctx.memo.results.get(key) if ctx.memo is not None else None
+    if hit is not None and hit[0] is profile:
+        out: FilterOutcome = hit[1]
+        return FilterOutcome(out.passed, dict(out.failed), dict(out.unresolvable), out.workload, out.notes)
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
     if ctx.ref is not None:
@@ -499,18 +711,40 @@ def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
                 if node not in failed and node not in unresolvable:
                     target[node] = reason
         # Never reject a node we know nothing about.
-        for i, node in enumerate(ctx.candidates):
-            if not known[i]:
-                failed.pop(node, None)
-                unresolvable.pop(node, None)
-    passed = tuple(n for n in ctx.candidates if n not in failed and n not in unresolvable)
-    return FilterOutcome(passed, failed, unresolvable, ctx.ref.label if ctx.ref else None, tuple(ctx.notes))
+        if failed or unresolvable:
+            for i, node in enumerate(ctx.candidates):
+                if not known[i]:
+                    failed.pop(node, None)
+                    unresolvable.pop(node, None)
+    if failed or unresolvable:
+        keep = np.fromiter((n not in failed and n not in unresolvable for n in ctx.candidates), dtype=bool,
+                           count=len(ctx.candidates))
+        passed = tuple(compress(ctx.candidates, keep))
+        _remember_survivors(ctx, keep, passed)
+    else:
+        passed = ctx.candidates
+    outcome = FilterOutcome(passed, failed, unresolvable, ctx.ref.label if ctx.ref else None, tuple(ctx.notes))
+    if ctx.memo is not None:
+        ctx.memo.results[key] = (profile, FilterOutcome(passed, dict(failed), dict(unresolvable), outcome.workload,
+                                                        outcome.notes))
+    return outcome
+
+
+def _copy_scores(out: ScoreOutcome) -> ScoreOutcome:
+    return ScoreOutcome(out.nodes, out.total.copy(), out.extender.copy(),
+                        {k: v.copy() for k, v in out.breakdown.items()}, out.workload, out.notes)
 
 
 def run_scorers(state: ClusterState, pod: PodInfo, candidates: Sequence[str], profile: Profile) -> ScoreOutcome:
-    """Weighted mean (0..100) of the profile's scorers per candidate, plus the 0..10 extender score."""
-    parsed = validate_profile(profile)
+    """Weighted mean (0..100) of the profile's scorers per candidate, plus the 0..10 extender score.
+
+    Memoized like ``run_filters``; the caller always gets its own arrays."""
+    parsed = _parsed_params(profile) if _memo_enabled else validate_profile(profile)
     ctx = _context(state, pod, candidates)
+    key = ("score", id(profile))
+    hit = ctx.memo.results.get(key) if ctx.memo is not None else None
+    if hit is not None and hit[0] is profile:
+        return _copy_scores(hit[1])
     n = len(ctx.candidates)
     breakdown: dict[str, np.ndarray] = {}
     total = np.zeros(n)
@@ -522,13 +756,16 @@ def run_scorers(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
         else:
             scores = np.asarray(SCORERS[name].run(ctx, parsed[f"scorers[{i}]"]), dtype=np.float64)
             scores = np.where(known, np.clip(scores, 0.0, MAX_NODE_SCORE), NEUTRAL_SCORE)
-        key = name if name not in breakdown else f"{name}#{i}"
-        breakdown[key] = scores
+        key_name = name if name not in breakdown else f"{name}#{i}"
+        breakdown[key_name] = scores
         total += float(weight) * scores
         weight_sum += float(weight)
     total = total / weight_sum if weight_sum > 0 else np.full(n, NEUTRAL_SCORE)
-    return ScoreOutcome(ctx.candidates, total, to_extender_scores(total), breakdown,
-                        ctx.ref.label if ctx.ref else None, tuple(dict.fromkeys(ctx.notes)))
+    outcome = ScoreOutcome(ctx.candidates, total, to_extender_scores(total), breakdown,
+                           ctx.ref.label if ctx.ref else None, tuple(dict.fromkeys(ctx.notes)))
+    if ctx.memo is not None:
+        ctx.memo.results[key] = (profile, _copy_scores(outcome))
+    return outcome
 
 
 # ---------------------------------------------------------------- diagnosis

@@ -68,6 +68,13 @@ class UsageArrays:
             self._last[:] = [(candidates, rows)]
         return rows
 
+    def narrow(self, candidates: tuple[str, ...], keep: np.ndarray, subset: tuple[str, ...]) -> None:
+        """If ``candidates`` was the last lookup, remember ``rows[keep]`` as the rows of ``subset``
+        (the nodes that passed the filters, which prioritize scores next) instead of looking them up."""
+        last = self._last[0] if self._last else None
+        if last is not None and last[0] is candidates:
+            self._last[:] = [(subset, last[1][keep])]
+
     def take(self, arr: np.ndarray, rows: np.ndarray, fill: float = float("nan")) -> np.ndarray:
         """arr[..., rows] with ``fill`` where the row is -1."""
         if arr.shape[-1] == 0:
