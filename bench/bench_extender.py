@@ -239,7 +239,7 @@ def free_port() -> int:
 
 
 def start_gunicorn(port: int, workers: int, worker_class: str = "sync",
-                   extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+                   extra_env: dict[str, str] | None = None, root: Path | None = None) -> subprocess.Popen:
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
     # One BLAS thread per worker (docs/scoring.md): two workers on two cores must not each fan out.
     env = {**os.environ, "DEBUG": "false", "ALLOWED_HOSTS": "*", "LOG_LEVEL": "WARNING",
@@ -251,7 +251,7 @@ def start_gunicorn(port: int, workers: int, worker_class: str = "sync",
         # gthread with one thread keeps connections alive (as kube-scheduler's Go client wants).
         [gunicorn, "netaware_site.wsgi", "-w", str(workers), "-k", worker_class, "--threads", "1",
          "--keep-alive", "30", "-b", f"127.0.0.1:{port}", "--timeout", "300", "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True, stdout=log_path.open("ab"), stderr=subprocess.STDOUT,
+        cwd=root or ROOT, env=env, start_new_session=True, stdout=log_path.open("ab"), stderr=subprocess.STDOUT,
     )
     print(f"gunicorn on port {port}: log in {log_path}", file=sys.stderr)
     deadline = time.monotonic() + 30
@@ -450,7 +450,8 @@ def compare_memo(args: argparse.Namespace, port: int, same: bytes, fresh: list[b
     every time, so only the filter -> prioritize reuse can help; "same" repeats one pod on an
     unchanged state (kube-scheduler retrying), which the memo answers whole."""
     off_port = free_port()
-    off = start_gunicorn(off_port, args.workers, args.worker_class, extra_env=MEMO_OFF_ENV)
+    root = Path(args.memo_baseline_root).resolve() if args.memo_baseline_root else None
+    off = start_gunicorn(off_port, args.workers, args.worker_class, extra_env=MEMO_OFF_ENV, root=root)
     out: dict[str, list[float]] = {key: [] for key in ("on_new", "off_new", "on_same", "off_same")}
     try:
         pool = [multiprocessing.Process(target=post, args=(off_port, "/scheduler/prioritize", same))
@@ -476,8 +477,8 @@ def compare_memo(args: argparse.Namespace, port: int, same: bytes, fresh: list[b
     return out
 
 
-def print_memo_compare(out: dict[str, list[float]], load: str) -> None:
-    print(f"Engine memo on vs off (alternating blocks of 50; load average {load}):\n")
+def print_memo_compare(out: dict[str, list[float]], load: str, baseline: str) -> None:
+    print(f"Engine memo on vs off{baseline} (alternating blocks of 50; load average {load}):\n")
     print("| 500 NodeNames, filter + prioritize | memo off p50 / p99 | memo on p50 / p99 | ratio p50 / p99 | n |")
     print("|---|---:|---:|---:|---:|")
     for key, label in (("new", "new pod every pair"), ("same", "same pod repeated, unchanged state")):
@@ -504,6 +505,9 @@ def main() -> None:
     parser.add_argument("--worker-class", default="gthread", choices=["sync", "gthread"])
     parser.add_argument("--no-compare", action="store_true",
                         help="skip the baseline server (everything through Django, Redis version read per request)")
+    parser.add_argument("--memo-baseline-root", default="",
+                        help="with --memo-compare: run the memo-off server from this copy of the project "
+                             "(e.g. the code before the engine work) instead of this tree")
     parser.add_argument("--memo-compare", action="store_true",
                         help="only compare filter + prioritize with the engine's per-pod memo on and off "
                              "(NETAWARE_ENGINE_MEMO=0), new pods and a repeated pod; skips the other measures")
@@ -569,7 +573,8 @@ def main() -> None:
                                                 node_names=cand500))
                      for i in range(samples)]
             memo = compare_memo(args, port, body500, fresh, samples)
-            print_memo_compare(memo, f"{load_before} before, {os.getloadavg()[0]:.2f} after")
+            print_memo_compare(memo, f"{load_before} before, {os.getloadavg()[0]:.2f} after",
+                               f" (off: code in {args.memo_baseline_root})" if args.memo_baseline_root else "")
             return
         pair = timed(port, [("/scheduler/filter", body500), ("/scheduler/prioritize", body500)], samples)
         results["floor"] = timed(port, [("/scheduler/filter", body_floor), ("/scheduler/prioritize", body_floor)],

@@ -164,19 +164,15 @@ class _TopologyCache:
         nan = np.isnan(raw)
         any_nan = nan.any(axis=0)
         nan_u, nan_col = np.nonzero(any_nan)
-        u = targets.size
-        # Stored node-major, (n, 3U): a subset of candidate columns is then a gather of contiguous
-        # rows (several times faster than gathering columns of (3, U, n)); ``zeros`` is a view.
-        zeros_t = np.ascontiguousarray(np.where(nan, np.float32(0.0), raw).reshape(3 * u, self.n).T)
-        zeros_t.setflags(write=False)
-        zeros = zeros_t.T.reshape(3, u, self.n)
-        entry = _Stack(zeros, zeros_t, nan_u, nan_col, raw[:, nan_u, nan_col].astype(np.float64))
+        zeros = np.where(nan, np.float32(0.0), raw)
+        zeros.setflags(write=False)
+        entry = _Stack(zeros, nan_u, nan_col, raw[:, nan_u, nan_col].astype(np.float64))
         with self._lock:
             self._stacks[key] = entry
-            self._stack_bytes += entry.zeros_t.nbytes
+            self._stack_bytes += entry.zeros.nbytes
             while self._stack_bytes > _STACK_BYTES and len(self._stacks) > 1:
                 _, old = self._stacks.popitem(last=False)
-                self._stack_bytes -= old.zeros_t.nbytes
+                self._stack_bytes -= old.zeros.nbytes
         return entry
 
 
@@ -185,8 +181,7 @@ class _Stack:
     """(3, U, n) normalized metrics with NaN replaced by 0 (for the linear part), plus the sparse
     list of (target, node) pairs missing some metric, with their raw values (NaN kept)."""
 
-    zeros: np.ndarray  # (3, U, n) read-only view of zeros_t
-    zeros_t: np.ndarray  # (n, 3U) C-contiguous: row c holds metric m of target u at m * U + u
+    zeros: np.ndarray
     nan_u: np.ndarray
     nan_col: np.ndarray
     nan_vals: np.ndarray  # (3, P)
@@ -321,7 +316,7 @@ def term_averages(topology: Topology, terms: Sequence[Term], positions: np.ndarr
             continue
         union = np.unique(np.concatenate([terms[i].targets for i in rows]))
         stack = cache.stacked(union, reverse)
-        rows_t = stack.zeros_t[cols] if subset else stack.zeros_t  # (cols, 3U)
+        block = stack.zeros[:, :, cols] if subset else stack.zeros  # (3, U, cols)
         vmat = np.zeros((len(rows), union.size), dtype=np.float64)
         mmat = np.zeros((len(rows), 3), dtype=np.float64)
         for r, i in enumerate(rows):
@@ -330,11 +325,12 @@ def term_averages(topology: Topology, terms: Sequence[Term], positions: np.ndarr
             mmat[r] = _weights(term.sensitivity)
         # All terms and metrics in one (k x 3U) @ (3U x cols) product.
         weights = (mmat[:, :, None] * vmat[:, None, :]).reshape(len(rows), -1).astype(np.float32)
+        flat = block.reshape(3 * union.size, cols.size)
         if _BLAS_SINGLE_THREADED:
-            scores = (rows_t @ weights.T).T.astype(np.float64)
+            scores = (weights @ flat).astype(np.float64)
         else:
             # Multi-threaded OpenBLAS stalls for tens of ms on a busy 2-core host; einsum never does.
-            scores = np.einsum("cj,kj->kc", rows_t, weights).astype(np.float64)
+            scores = np.einsum("kj,jc->kc", weights, flat).astype(np.float64)
         # Pairs missing a metric (not same-node): replace the linear value by the exact rule.
         if stack.nan_u.size:
             c_idx = col_of[stack.nan_col]
