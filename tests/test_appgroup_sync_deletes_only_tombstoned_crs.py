@@ -17,31 +17,13 @@ from apps.appgroups import resources, selectors, services, sync
 from apps.appgroups.choices import Origin
 from apps.appgroups.models import AppGroup, AppGroupTombstone
 from netaware_site import kube
+from tests.support.appgroup_docs import G, P, V, small_appgroup
 
 pytestmark = pytest.mark.django_db
 
-G, V, P = "netaware.io", "v1alpha1", "appgroups"
-
 
 def _doc(name: str, ns: str = "shop", *, weight: float = 1.0) -> dict:
-    return {
-        "apiVersion": f"{G}/{V}",
-        "kind": "AppGroup",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "workloads": [
-                {
-                    "name": "web",
-                    "selector": {"matchLabels": {"app": "web"}},
-                    "weight": weight,
-                    "dependencies": [
-                        {"name": "db", "metrics": {"latency": 0.5, "bandwidth": 0.4, "lossrate": 0.1}}
-                    ],
-                },
-                {"name": "db", "selector": {"matchLabels": {"app": "db"}}},
-            ]
-        },
-    }
+    return small_appgroup(name, ns, weight=weight, latency=0.5, bandwidth=0.4, lossrate=0.1)
 
 
 def _cr(fake, name: str, ns: str = "shop") -> dict | None:

@@ -4,8 +4,6 @@ waiting for the periodic resync. A broker that is down never fails the save."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.db import transaction
 
@@ -13,38 +11,12 @@ from apps.appgroups import resources, services, tasks
 from apps.appgroups.choices import Origin
 from apps.appgroups.models import AppGroup, AppGroupTombstone
 from netaware_site.celery import app as celery_app
-
-G, V, P = "netaware.io", "v1alpha1", "appgroups"
+from tests.support.appgroup_docs import G, P, V, wait_for
+from tests.support.appgroup_docs import small_appgroup as _small_appgroup
 
 
 def _doc(name: str, *, weight: float = 1.0) -> dict:
-    return {
-        "apiVersion": f"{G}/{V}",
-        "kind": "AppGroup",
-        "metadata": {"name": name, "namespace": "shop"},
-        "spec": {
-            "workloads": [
-                {
-                    "name": "web",
-                    "selector": {"matchLabels": {"app": "web"}},
-                    "weight": weight,
-                    "dependencies": [
-                        {"name": "db", "metrics": {"latency": 1, "bandwidth": 0, "lossrate": 0}}
-                    ],
-                },
-                {"name": "db", "selector": {"matchLabels": {"app": "db"}}},
-            ]
-        },
-    }
-
-
-def _wait_for(predicate, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
+    return _small_appgroup(name, weight=weight)
 
 
 def _weight(cr: dict | None) -> float | None:
@@ -57,23 +29,23 @@ def test_api_create_edit_and_delete_reach_the_fake_cluster_through_the_worker(
     response = client.post("/api/appgroups/import", data=_doc("store"), content_type="application/json")
     assert response.status_code == 201, response.content
     pk = response.json()["id"]
-    assert _wait_for(lambda: fake_kube.get(G, V, P, "store", "shop") is not None)
+    assert wait_for(lambda: fake_kube.get(G, V, P, "store", "shop") is not None)
     cr = fake_kube.get(G, V, P, "store", "shop")
     assert cr["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "netaware"
-    assert _wait_for(lambda: AppGroup.objects.get(pk=pk).resource_version != "")
+    assert wait_for(lambda: AppGroup.objects.get(pk=pk).resource_version != "")
 
     document = client.get(f"/api/appgroups/{pk}").json()
     document["workloads"][0]["weight"] = 0.25
     response = client.put(f"/api/appgroups/{pk}", data=document, content_type="application/json")
     assert response.status_code == 200, response.content
-    assert _wait_for(lambda: _weight(fake_kube.get(G, V, P, "store", "shop")) == 0.25)
+    assert wait_for(lambda: _weight(fake_kube.get(G, V, P, "store", "shop")) == 0.25)
     assert resources.spec_hash(
         resources.spec_from_resource(fake_kube.get(G, V, P, "store", "shop"))
     ) == resources.spec_hash(resources.spec_from_resource(_doc("store", weight=0.25)))
 
     assert client.delete(f"/api/appgroups/{pk}").status_code == 204
-    assert _wait_for(lambda: fake_kube.get(G, V, P, "store", "shop") is None)
-    assert _wait_for(lambda: not AppGroupTombstone.objects.exists())
+    assert wait_for(lambda: fake_kube.get(G, V, P, "store", "shop") is None)
+    assert wait_for(lambda: not AppGroupTombstone.objects.exists())
     assert fake_kube.count("POST", r"/appgroups$") == 1  # created once, by the task
 
 
@@ -82,7 +54,7 @@ def test_nothing_is_enqueued_for_changes_that_do_not_commit(fake_kube, celery_wo
         services.import_resource(document=_doc("rolled-back"), origin=Origin.NETAWARE)
         raise RuntimeError("abort")
     services.import_resource(document=_doc("committed"), origin=Origin.NETAWARE)
-    assert _wait_for(lambda: fake_kube.get(G, V, P, "committed", "shop") is not None)
+    assert wait_for(lambda: fake_kube.get(G, V, P, "committed", "shop") is not None)
     assert fake_kube.get(G, V, P, "rolled-back", "shop") is None
     assert fake_kube.count("GET", r"/appgroups/rolled-back$") == 0  # no task ever ran for it
 

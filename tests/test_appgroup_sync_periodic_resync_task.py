@@ -15,28 +15,11 @@ from apps.appgroups import resources, services, tasks
 from apps.appgroups.choices import Origin
 from apps.appgroups.models import AppGroup
 from netaware_site import kube
-
-G, V, P = "netaware.io", "v1alpha1", "appgroups"
+from tests.support.appgroup_docs import G, P, V, small_appgroup
 
 
 def _doc(name: str, namespace: str = "shop") -> dict:
-    return {
-        "apiVersion": f"{G}/{V}",
-        "kind": "AppGroup",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "workloads": [
-                {
-                    "name": "web",
-                    "selector": {"matchLabels": {"app": "web"}},
-                    "dependencies": [
-                        {"name": "db", "metrics": {"latency": 1, "bandwidth": 1, "lossrate": 0}}
-                    ],
-                },
-                {"name": "db", "selector": {"matchLabels": {"app": "db"}}},
-            ]
-        },
-    }
+    return small_appgroup(name, namespace, bandwidth=1)
 
 
 @pytest.mark.django_db

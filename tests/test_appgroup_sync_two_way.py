@@ -102,10 +102,7 @@ def test_edits_flow_both_ways(fake_kube):
     generation = _cr(fake_kube)["metadata"]["generation"]
 
     # netaware edit -> cluster
-    appgroup = AppGroup.objects.get(name="online-boutique")
-    spec = selectors.appgroup_spec(appgroup=appgroup)
-    edited = resources.spec_from_resource(_with_weight(resources.resource_from_spec(spec), "frontend", 0.25))
-    services.save_appgroup(spec=edited, origin=Origin.NETAWARE, appgroup=appgroup)
+    appgroup = _edit_boutique_in_netaware("frontend", 0.25)
     report = sync.sync_once()
     assert report.updated == ["default/online-boutique"] and not report.conflicts
     cr = _cr(fake_kube)
@@ -113,10 +110,7 @@ def test_edits_flow_both_ways(fake_kube):
     assert cr["status"]["observedGeneration"] == cr["metadata"]["generation"]
 
     # kubectl edit -> netaware
-    live = kube.custom_objects().get_namespaced_custom_object(G, V, "default", P, "online-boutique")
-    kube.custom_objects().replace_namespaced_custom_object(
-        G, V, "default", P, "online-boutique", _with_weight(live, "cart", 0.125)
-    )
+    _edit_boutique_with_kubectl("cart", 0.125)
     report = sync.sync_once()
     assert report.imported == ["default/online-boutique"] and not report.conflicts
     appgroup.refresh_from_db()
@@ -128,17 +122,8 @@ def test_edits_flow_both_ways(fake_kube):
 def test_both_sides_edited_the_cluster_wins_and_the_loss_is_recorded(fake_kube):
     services.import_resource(document=_boutique_doc(), origin=Origin.NETAWARE)
     sync.sync_once()
-    appgroup = AppGroup.objects.get(name="online-boutique")
-    spec = selectors.appgroup_spec(appgroup=appgroup)
-    services.save_appgroup(
-        spec=resources.spec_from_resource(_with_weight(resources.resource_from_spec(spec), "ad", 0.75)),
-        origin=Origin.NETAWARE,
-        appgroup=appgroup,
-    )
-    live = kube.custom_objects().get_namespaced_custom_object(G, V, "default", P, "online-boutique")
-    kube.custom_objects().replace_namespaced_custom_object(
-        G, V, "default", P, "online-boutique", _with_weight(live, "ad", 0.5)
-    )
+    appgroup = _edit_boutique_in_netaware("ad", 0.75)
+    _edit_boutique_with_kubectl("ad", 0.5)
 
     report = sync.sync_once()
     assert report.conflicts == ["default/online-boutique"]
@@ -153,13 +138,7 @@ def test_both_sides_edited_the_cluster_wins_and_the_loss_is_recorded(fake_kube):
 def test_conflict_injected_during_apply_is_retried_and_converges(fake_kube):
     services.import_resource(document=_boutique_doc(), origin=Origin.NETAWARE)
     sync.sync_once()
-    appgroup = AppGroup.objects.get(name="online-boutique")
-    spec = selectors.appgroup_spec(appgroup=appgroup)
-    services.save_appgroup(
-        spec=resources.spec_from_resource(_with_weight(resources.resource_from_spec(spec), "email", 0.3)),
-        origin=Origin.NETAWARE,
-        appgroup=appgroup,
-    )
+    _edit_boutique_in_netaware("email", 0.3)
     puts_before = fake_kube.count("PUT", r"/appgroups/online-boutique$")
     fake_kube.fail(409, method="PUT", path=r"/appgroups/online-boutique$", times=2, reason="Conflict")
     report = sync.sync_once()
@@ -339,3 +318,20 @@ def _with_weight(doc: dict, workload: str, weight: float) -> dict:
 
 def _weight(cr: dict, workload: str) -> float:
     return next(w["weight"] for w in cr["spec"]["workloads"] if w["name"] == workload)
+
+
+def _edit_boutique_in_netaware(workload: str, weight: float) -> AppGroup:
+    """Change one workload's weight of the synced boutique through netaware's service."""
+    appgroup = AppGroup.objects.get(name="online-boutique")
+    spec = selectors.appgroup_spec(appgroup=appgroup)
+    edited = resources.spec_from_resource(_with_weight(resources.resource_from_spec(spec), workload, weight))
+    services.save_appgroup(spec=edited, origin=Origin.NETAWARE, appgroup=appgroup)
+    return appgroup
+
+
+def _edit_boutique_with_kubectl(workload: str, weight: float) -> None:
+    """Change one workload's weight of the boutique CR directly in the cluster, as kubectl would."""
+    live = kube.custom_objects().get_namespaced_custom_object(G, V, "default", P, "online-boutique")
+    kube.custom_objects().replace_namespaced_custom_object(
+        G, V, "default", P, "online-boutique", _with_weight(live, workload, weight)
+    )

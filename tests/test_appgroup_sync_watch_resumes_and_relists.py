@@ -5,47 +5,22 @@ API server outage without losing anything."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from apps.appgroups import resources, sync
 from apps.appgroups.models import AppGroup
 from netaware_site import kube
+from tests.support.appgroup_docs import G, P, V, wait_for
+from tests.support.appgroup_docs import small_appgroup as _doc
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-G, V, P = "netaware.io", "v1alpha1", "appgroups"
 LIST_PATH = r"^/apis/netaware\.io/v1alpha1/appgroups$"
 
 
-def _doc(name: str) -> dict:
-    return {
-        "apiVersion": f"{G}/{V}",
-        "kind": "AppGroup",
-        "metadata": {"name": name, "namespace": "shop"},
-        "spec": {
-            "workloads": [
-                {
-                    "name": "web",
-                    "selector": {"matchLabels": {"app": "web"}},
-                    "dependencies": [
-                        {"name": "db", "metrics": {"latency": 1, "bandwidth": 0, "lossrate": 0}}
-                    ],
-                },
-                {"name": "db", "selector": {"matchLabels": {"app": "db"}}},
-            ]
-        },
-    }
-
-
 def _wait_for(predicate, timeout: float = 8.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
+    return wait_for(predicate, timeout)
 
 
 def _settled(fake, name: str) -> bool:

@@ -10,7 +10,8 @@ import pytest
 
 from apps.probes import services
 from apps.probes.models import NodeSample, PairSample, PullWatermark
-from tests.support.pipeline import emulated_cluster
+from tests.support.pipeline import at as _at
+from tests.support.pipeline import configure_pipeline, emulated_cluster
 
 WIDTH = 5
 
@@ -23,14 +24,7 @@ def cluster():
 
 @pytest.fixture
 def pipeline_settings(settings, cluster):
-    settings.PROMETHEUS_URL = cluster.url
-    settings.NETAWARE = {**settings.NETAWARE, "RATE_WINDOW": "10s", "PULL_WINDOW_SECONDS": WIDTH,
-                         "PULL_INITIAL_WINDOWS": 3}
-    return settings
-
-
-def _at(epoch: int) -> datetime:
-    return datetime.fromtimestamp(epoch, tz=UTC)
+    return configure_pipeline(settings, cluster.url, width=WIDTH)
 
 
 def _table() -> list[tuple]:

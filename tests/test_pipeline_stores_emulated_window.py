@@ -17,7 +17,8 @@ import requests
 from apps.probes import services
 from apps.probes.models import NodeSample, PairSample, PullWatermark
 from apps.probes.queries import configured_queries
-from tests.support.pipeline import FROZEN_SOURCE, FROZEN_TARGET, emulated_cluster
+from tests.support.pipeline import FROZEN_SOURCE, FROZEN_TARGET, configure_pipeline, emulated_cluster
+from tests.support.pipeline import at as _at
 
 WIDTH = 5
 
@@ -30,14 +31,7 @@ def cluster():
 
 @pytest.fixture
 def pipeline_settings(settings, cluster):
-    settings.PROMETHEUS_URL = cluster.url
-    settings.NETAWARE = {**settings.NETAWARE, "RATE_WINDOW": "10s", "PULL_WINDOW_SECONDS": WIDTH,
-                         "PULL_INITIAL_WINDOWS": 3}
-    return settings
-
-
-def _at(epoch: int) -> datetime:
-    return datetime.fromtimestamp(epoch, tz=UTC)
+    return configure_pipeline(settings, cluster.url, width=WIDTH)
 
 
 def _values(ts: datetime) -> dict[tuple[str, str, str], float]:

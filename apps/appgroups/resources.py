@@ -200,6 +200,33 @@ def _bandwidth(value: object, path: str) -> float:
         raise ResourceError(path, str(exc)) from None
 
 
+def _sensitivity(metrics: Mapping[str, Any], path: str) -> Sensitivity:
+    """The latency/bandwidth/lossrate weights under ``path`` (each defaults to 0; the sum must be > 0)."""
+    sensitivity = Sensitivity(
+        _number(metrics.get("latency"), f"{path}.latency", default=0.0),
+        _number(metrics.get("bandwidth"), f"{path}.bandwidth", default=0.0),
+        _number(metrics.get("lossrate"), f"{path}.lossrate", default=0.0),
+    )
+    if sensitivity.total <= 0:
+        raise ResourceError(path, "latency, bandwidth and lossrate must have a positive sum")
+    return sensitivity
+
+
+def _dependency_limits(dep: Mapping[str, Any], path: str) -> tuple[float | None, float | None]:
+    """A dependency's optional ``maxNetworkCost`` and ``minBandwidth`` (same fields in both API groups)."""
+    max_cost: float | None = None
+    if dep.get("maxNetworkCost") is not None:
+        max_cost = float(
+            _integer(dep.get("maxNetworkCost"), f"{path}.maxNetworkCost", minimum=0, maximum=MAX_NETWORK_COST)
+        )
+    min_bw = (
+        _bandwidth(dep["minBandwidth"], f"{path}.minBandwidth")
+        if dep.get("minBandwidth") is not None
+        else None
+    )
+    return max_cost, min_bw
+
+
 def _check_graph(
     workloads: Sequence[WorkloadSpec], paths: Sequence[str], dep_paths: Sequence[Sequence[str]]
 ) -> None:
@@ -275,30 +302,8 @@ def _netaware_spec(doc: Mapping[str, Any], default_namespace: str) -> AppGroupSp
             dep = _mapping(raw_dep, dep_base)
             target = _workload_name(dep.get("name"), f"{dep_base}.name")
             metrics = _mapping(dep.get("metrics"), f"{dep_base}.metrics")
-            sensitivity = Sensitivity(
-                latency=_number(metrics.get("latency"), f"{dep_base}.metrics.latency", default=0.0),
-                bandwidth=_number(metrics.get("bandwidth"), f"{dep_base}.metrics.bandwidth", default=0.0),
-                lossrate=_number(metrics.get("lossrate"), f"{dep_base}.metrics.lossrate", default=0.0),
-            )
-            if sensitivity.total <= 0:
-                raise ResourceError(
-                    f"{dep_base}.metrics", "latency, bandwidth and lossrate must have a positive sum"
-                )
-            max_cost: float | None = None
-            if dep.get("maxNetworkCost") is not None:
-                max_cost = float(
-                    _integer(
-                        dep.get("maxNetworkCost"),
-                        f"{dep_base}.maxNetworkCost",
-                        minimum=0,
-                        maximum=MAX_NETWORK_COST,
-                    )
-                )
-            min_bw = (
-                _bandwidth(dep["minBandwidth"], f"{dep_base}.minBandwidth")
-                if dep.get("minBandwidth") is not None
-                else None
-            )
+            sensitivity = _sensitivity(metrics, f"{dep_base}.metrics")
+            max_cost, min_bw = _dependency_limits(dep, dep_base)
             dependencies.append(DependencySpec(target, sensitivity, max_cost, min_bw))
             paths.append(f"{dep_base}.name")
         workloads.append(
@@ -422,33 +427,13 @@ def _diktyo_spec(doc: Mapping[str, Any], default_namespace: str) -> AppGroupSpec
             dep_base = f"{base}.dependencies[{dep_index}]"
             dep = _mapping(raw_dep, dep_base)
             target, _, _ = _diktyo_workload_info(dep.get("workload"), f"{dep_base}.workload")
-            max_cost: float | None = None
-            if dep.get("maxNetworkCost") is not None:
-                max_cost = float(
-                    _integer(
-                        dep.get("maxNetworkCost"),
-                        f"{dep_base}.maxNetworkCost",
-                        minimum=0,
-                        maximum=MAX_NETWORK_COST,
-                    )
-                )
-            min_bw = (
-                _bandwidth(dep["minBandwidth"], f"{dep_base}.minBandwidth")
-                if dep.get("minBandwidth") is not None
-                else None
-            )
+            max_cost, min_bw = _dependency_limits(dep, dep_base)
             sensitivity = DEFAULT_SENSITIVITY
             raw_sensitivity = (extra.get("dependencies") or {}).get(target)
             if raw_sensitivity is not None:
                 sens_path = f"metadata.annotations[{EXTRAS_ANNOTATION}].{workload_name}.dependencies.{target}"
                 sens = _mapping(raw_sensitivity, sens_path)
-                sensitivity = Sensitivity(
-                    _number(sens.get("latency"), f"{sens_path}.latency", default=0.0),
-                    _number(sens.get("bandwidth"), f"{sens_path}.bandwidth", default=0.0),
-                    _number(sens.get("lossrate"), f"{sens_path}.lossrate", default=0.0),
-                )
-                if sensitivity.total <= 0:
-                    raise ResourceError(sens_path, "latency, bandwidth and lossrate must have a positive sum")
+                sensitivity = _sensitivity(sens, sens_path)
             dependencies.append(DependencySpec(target, sensitivity, max_cost, min_bw))
             paths.append(f"{dep_base}.workload.selector")
         extra_path = f"metadata.annotations[{EXTRAS_ANNOTATION}].{workload_name}"

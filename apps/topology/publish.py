@@ -198,6 +198,18 @@ def _metadata(name: str, namespace: str, topology: Topology, *, topology_name: s
     }
 
 
+def _document(
+    name: str, namespace: str, topology: Topology, *, topology_name: str, spec: dict[str, Any], status: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": KIND,
+        "metadata": _metadata(name, namespace, topology, topology_name=topology_name),
+        "spec": spec,
+        "status": status,
+    }
+
+
 def build_documents(
     topology: Topology,
     *,
@@ -236,13 +248,7 @@ def build_documents(
         full_spec.update(maps(range(topology.size)))
         full_spec.update(extrema)
         full_spec.update(costs)
-        single = {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": KIND,
-            "metadata": _metadata(name, namespace, topology, topology_name=name),
-            "spec": full_spec,
-            "status": status,
-        }
+        single = _document(name, namespace, topology, topology_name=name, spec=full_spec, status=status)
         if _size(single) <= budget_bytes:
             _stamp(single, [])
             return [single]
@@ -269,13 +275,7 @@ def build_documents(
         spec.update(extrema)
         part_status = dict(status)
         part_status["nodeCount"] = len(members)
-        doc = {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": KIND,
-            "metadata": _metadata(f"{name}-{index}", namespace, topology, topology_name=name),
-            "spec": spec,
-            "status": part_status,
-        }
+        doc = _document(f"{name}-{index}", namespace, topology, topology_name=name, spec=spec, status=part_status)
         _stamp(doc, [])
         parts.append(doc)
     main_spec: dict[str, Any] = {
@@ -285,13 +285,7 @@ def build_documents(
     main_spec.update(_zone_aggregates(topology))
     main_spec.update(extrema)
     main_spec.update(costs)
-    main = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": KIND,
-        "metadata": _metadata(name, namespace, topology, topology_name=name),
-        "spec": main_spec,
-        "status": status,
-    }
+    main = _document(name, namespace, topology, topology_name=name, spec=main_spec, status=status)
     _stamp(main, parts)
     return [*parts, main]
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from apps.probes import metrics
@@ -80,6 +81,21 @@ class EmulatedCluster:
         return self.prometheus.url
 
 
+
+def configure_pipeline(settings, url: str, *, width: int):
+    """Point the pipeline at ``url`` with a 10 s rate window and ``width``-second pull windows
+    (three initial windows); returns the pytest-django ``settings`` fixture it changed."""
+    settings.PROMETHEUS_URL = url
+    settings.NETAWARE = {**settings.NETAWARE, "RATE_WINDOW": "10s", "PULL_WINDOW_SECONDS": width,
+                         "PULL_INITIAL_WINDOWS": 3}
+    return settings
+
+
+def at(epoch: int) -> datetime:
+    """A UTC datetime for a Unix ``epoch``."""
+    return datetime.fromtimestamp(epoch, tz=UTC)
+
+
 @contextmanager
 def emulated_cluster(scenario_yaml: str = TINY_SCENARIO, *, warmup_s: float = 12.0) -> Iterator[EmulatedCluster]:
     """Emulator + frozen target + Prometheus (1 s scrapes), warmed up for ``warmup_s`` of data."""
@@ -109,6 +125,19 @@ def emulated_cluster(scenario_yaml: str = TINY_SCENARIO, *, warmup_s: float = 12
 
 
 @contextmanager
+def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve ``handler`` on a free 127.0.0.1 port in a daemon thread; yields the base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
 def slow_http_server(delay_s: float, *, status: int = 200, body: bytes = b'{"status":"success","data":'
                      b'{"resultType":"matrix","result":[]}}') -> Iterator[str]:
     """An HTTP server answering every request after ``delay_s`` (a Prometheus stuck on a heavy query)."""
@@ -130,14 +159,8 @@ def slow_http_server(delay_s: float, *, status: int = 200, body: bytes = b'{"sta
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with _serving(Handler) as url:
+        yield url
 
 
 @contextmanager
@@ -168,11 +191,5 @@ def scripted_prometheus(respond) -> Iterator[str]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with _serving(Handler) as url:
+        yield url

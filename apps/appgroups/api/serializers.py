@@ -57,21 +57,6 @@ class AppGroupSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AppGroup
-        fields = (
-            "id",
-            "namespace",
-            "name",
-            "description",
-            "topology_sorting_algorithm",
-            "origin",
-            "resource_version",
-            "spec_hash",
-            "last_synced_at",
-            "sync_error",
-            "created_at",
-            "updated_at",
-            "workloads",
-        )
         read_only_fields = (
             "origin",
             "resource_version",
@@ -81,6 +66,7 @@ class AppGroupSerializer(serializers.ModelSerializer):
             "created_at",
             "updated_at",
         )
+        fields = ("id", "namespace", "name", "description", "topology_sorting_algorithm", *read_only_fields, "workloads")
         # Uniqueness (namespace, name) is checked by the service's full_clean with the model message.
         validators: list[Any] = []
 
