@@ -198,20 +198,26 @@ def test_rebuilt_states_reusing_memory_addresses_get_their_own_answers(base):
     pod = PodInfo("default", "checkout-0", labels=pod_labels("checkout"))
     candidates = list(base.topology.nodes)
     profile = engine.BUILTIN_PROFILES["balanced"]
-    ids = []
+    seen: set[int] = set()
+    reused = 0
     state: ClusterState | None = None
-    for _ in range(15):
+    # Address reuse is up to the allocator, so keep rebuilding until it has happened a few times
+    # (usually within a handful of rounds), checking every round; fail only if it never happens.
+    for _ in range(300):
         placements = _placements(rng, list(base.topology.nodes), 4)
-        # Drop the old state just before building the next: CPython then usually hands the new one
+        # Drop the old state just before building the next: CPython then often hands the new one
         # the same address, i.e. the same id() the memo's entries were keyed by.
         del state
         gc.collect()
         state = replace(base, placements=placements)
-        ids.append(id(state))
+        reused += id(state) in seen
+        seen.add(id(state))
         want = _cold(state, pod, candidates, profile)  # (turning the memo off clears it: do it first)
         _assert_same(_pair(state, pod, candidates, profile), want)
         _assert_same(_pair(state, pod, candidates, profile), want)
-    assert len(set(ids)) < len(ids), "no id was reused: this test did not exercise what it is for"
+        if reused >= 3:
+            break
+    assert reused >= 3, "no id was reused: this test did not exercise what it is for"
 
 
 def test_a_changed_pod_is_never_served_from_the_memo(base):
