@@ -55,7 +55,9 @@ def start(node: str, bind: str, peers: str = "", extra: tuple[str, ...] = ()) ->
            *extra]
     if peers:
         cmd += ["--peers", peers]
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # agents authenticate probes and leases with a shared secret (docs/metrics.md, "Security")
+    env = {**os.environ, "NETAWARE_PROBE_SECRET": os.environ.get("NETAWARE_PROBE_SECRET", "bench-secret-0123456789abcdef")}
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
 
 
 def wait_ready(url: str, timeout: float = 20.0) -> None:
@@ -108,6 +110,8 @@ def main() -> int:
         tests = [line for line in body.splitlines() if line.startswith("netaware_probe_iperf_tests_total")]
         sent = sum(float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
                    if line.startswith("netaware_probe_packets_sent_total"))
+        answered = sum(1 for line in body.splitlines()
+                       if line.startswith("netaware_probe_rtt_quantile_seconds") and 'quantile="0.9"' in line)
     finally:
         for process in ([agent] if agent else []) + peers:
             process.terminate()
@@ -124,7 +128,8 @@ def main() -> int:
     print(f"| + iperf3 client tests (children) | {1000 * cpu_children / wall:.1f} mCPU | – | – |")
     print(f"| + idle/serving iperf3 server child | {1000 * server_cpu / wall:.1f} mCPU | – | – |")
     print(f"| ratio to target (RSS, CPU) | {statistics.median(rss) / 30:.2f}, {m_cpu / 10:.2f} | ≤ 1 | – |")
-    print(f"\nProbes sent in total at the last scrape: {sent:.0f}; iperf3 tests: "
+    print(f"\nProbes sent (histogram export) at the last scrape: {sent:.0f}; peers with RTT quantiles "
+          f"(quantile export): {answered}; iperf3 tests: "
           + ", ".join(t.split("{", 1)[1].replace('"}', "").replace('result="', "") for t in tests))
     return 0
 

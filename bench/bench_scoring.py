@@ -39,7 +39,7 @@ from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import WorkloadRef, topology_positions
 from apps.scheduler.scoring.fixtures import paper_appgroup, pod_labels
 from apps.scheduler.scoring.network_score import naive_network_score, network_scores
-from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo
+from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo, evolve
 from apps.topology.topomath import Topology
 
 ZONE_SIZE = 50
@@ -115,9 +115,9 @@ def bench(state: ClusterState, candidates: list[str], profile: engine.Profile, r
           ) -> dict[str, list[float]]:
     """filter + score per pod, in three interleaved modes (same load for all three):
 
-    * memo off: the engine without its per-pod memo (``set_memo_enabled(False)``), i.e. before;
-    * first call: memo cleared, then filter and score: what a new pod costs (prioritize reuses the
-      filter's context for the survivors);
+    * memo off: the engine without its per-pod memo (``memo=False``), i.e. before;
+    * first call: a fresh state object (``evolve``: same indexes, empty memo), then filter and score:
+      what a new pod costs (prioritize reuses the filter's context for the survivors);
     * repeat: the same pod, state and candidates again (kube-scheduler retrying an unschedulable
       pod): outcomes come from the memo.
     """
@@ -132,18 +132,15 @@ def bench(state: ClusterState, candidates: list[str], profile: engine.Profile, r
         for i in range(reps):
             pod = pods[i % len(pods)]
             for mode in MODES:
-                engine.set_memo_enabled(mode != "memo off")
-                if mode == "first call":
-                    engine.clear_memo()
+                memo = mode != "memo off"
+                current = evolve(state) if mode == "first call" else state
                 names = list(candidates)  # a new list per request, as the extender parses one
                 t0 = time.perf_counter()
-                passed = engine.run_filters(state, pod, names, profile).passed
-                engine.run_scorers(state, pod, list(passed), profile)
+                passed = engine.run_filters(current, pod, names, profile, memo=memo).passed
+                engine.run_scorers(current, pod, list(passed), profile, memo=memo)
                 times[mode].append((time.perf_counter() - t0) * 1e3)
     finally:
         gc.enable()
-        engine.set_memo_enabled(True)
-        engine.clear_memo()
     return times
 
 

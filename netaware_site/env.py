@@ -68,3 +68,62 @@ def env_int(name: str, default: int) -> int:
 
 def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in env(name, default).split(",") if item.strip()]
+
+
+# --- production safety checks ------------------------------------------------------------------
+# Values that ship in examples, tutorials and our own development defaults: a production process
+# that starts with one of them is running with a secret everybody knows.
+PLACEHOLDER_MARKERS = ("change-me", "changeme", "insecure", "dev")
+PLACEHOLDER_PASSWORDS = frozenset(
+    {"netaware", "postgres", "password", "passw0rd", "secret", "example", "admin", "root", "test", "changeme",
+     "change-me", "123456", "redis"}
+)
+MIN_SECRET_KEY_LENGTH = 50
+MIN_TOKEN_LENGTH = 32
+
+
+def check_secret(name: str, value: str, *, min_length: int) -> None:
+    """Refuse a short or placeholder secret, naming the setting (never echoing the value)."""
+    lowered = value.lower()
+    marker = next((m for m in PLACEHOLDER_MARKERS if m in lowered), None)
+    if marker is not None:
+        raise ImproperlyConfigured(
+            f"{name} looks like a placeholder (it contains {marker!r}); generate a random one, e.g. "
+            f"python -c 'import secrets; print(secrets.token_urlsafe(64))'"
+        )
+    if len(value) < min_length:
+        raise ImproperlyConfigured(
+            f"{name} is {len(value)} characters long; production needs at least {min_length} random characters"
+        )
+
+
+def check_database_url(name: str, url: str) -> None:
+    """Refuse a database URL whose password is a well-known placeholder (or equals the user name).
+
+    A URL without a password (peer/trust/certificate authentication) is accepted.
+    """
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} is not a valid URL: {exc}") from exc
+    if not password:
+        return
+    lowered = password.lower()
+    if lowered in PLACEHOLDER_PASSWORDS or lowered == user.lower() or any(
+        m in lowered for m in ("change-me", "changeme", "placeholder")
+    ):
+        raise ImproperlyConfigured(
+            f"{name} carries a placeholder database password; set a generated one (see docs/deploy.md)"
+        )
+
+
+def check_allowed_hosts(name: str, hosts: list[str]) -> None:
+    if not hosts:
+        raise ImproperlyConfigured(f"{name} must be set when NETAWARE_ENV=production")
+    if "*" in hosts:
+        raise ImproperlyConfigured(
+            f"{name} contains '*': list the host names the site is served under (comma-separated)"
+        )

@@ -6,17 +6,29 @@ from pathlib import Path
 
 import dj_database_url
 
-from .env import PRODUCTION, env, env_bool, env_float, env_int, env_list
+from .env import (
+    MIN_SECRET_KEY_LENGTH,
+    MIN_TOKEN_LENGTH,
+    PRODUCTION,
+    check_allowed_hosts,
+    check_database_url,
+    check_secret,
+    env,
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 SECRET_KEY = env("SECRET_KEY", "dev-insecure-netaware-secret-key-change-me", required_in_production=True)
 DEBUG = env_bool("DEBUG", not PRODUCTION)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "*" if not PRODUCTION else "")
-if PRODUCTION and not ALLOWED_HOSTS:
-    from django.core.exceptions import ImproperlyConfigured
-
-    raise ImproperlyConfigured("ALLOWED_HOSTS must be set when NETAWARE_ENV=production")
+if PRODUCTION:
+    # Production refuses what would run with a publicly known secret or answer any Host header.
+    check_secret("SECRET_KEY", SECRET_KEY, min_length=MIN_SECRET_KEY_LENGTH)
+    check_allowed_hosts("ALLOWED_HOSTS", ALLOWED_HOSTS)
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
@@ -36,9 +48,17 @@ INSTALLED_APPS = [
     "apps.appgroups",
     "apps.scheduler",
     "apps.probes",
+    "apps.accounts",
+    "apps.dashboard",
+    "apps.demo",
 ]
 
 MIDDLEWARE = [
+    # /healthz, /readyz and /metrics first: the kubelet and Prometheus call them by pod IP over plain
+    # HTTP, so they must not meet the Host check, the HTTPS redirect or a login (netaware_site/internal.py).
+    "netaware_site.internal.InternalEndpointsMiddleware",
+    # Bodies above MAX_REQUEST_BYTES get a 413 before any parser reads them.
+    "netaware_site.internal.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves admin / DRF / Swagger UI assets from gunicorn too: no separate web server, no CDN.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -47,6 +67,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Every page and API needs a user, except health, /metrics, the extender verbs and the login page.
+    "apps.accounts.middleware.LoginRequiredMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -65,21 +87,31 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "apps.dashboard.context_processors.access",
             ]
         },
     }
 ]
 WSGI_APPLICATION = "netaware_site.wsgi.application"
 
+DATABASE_URL = env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/netaware", required_in_production=True)
+if PRODUCTION:
+    check_database_url("DATABASE_URL", DATABASE_URL)
 DATABASES = {
     "default": dj_database_url.parse(
-        env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/netaware", required_in_production=True),
+        DATABASE_URL,
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
         conn_health_checks=True,
     )
 }
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 3))
+# A hung database (a lock held, a stuck server) must fail a query, not hang its thread: every
+# statement gets a server-side limit (0 = none). The extender's loader and writers then keep the
+# last good state and retry.
+_statement_timeout_ms = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 0)
+if _statement_timeout_ms > 0:
+    DATABASES["default"]["OPTIONS"].setdefault("options", f"-c statement_timeout={_statement_timeout_ms}")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL", "redis://127.0.0.1:6379/0", required_in_production=True)
@@ -99,9 +131,16 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Where collectstatic writes (the run command uses its state directory, so a stack started from a
+# checkout never changes the files a test session of the same checkout serves).
+STATIC_ROOT = Path(env("NETAWARE_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 # Serve straight from the apps' static folders when collectstatic has not run (development, tests).
 WHITENOISE_USE_FINDERS = True
+# After collectstatic: content-hashed names (cached for a year, immutable) and gzip copies.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "apps.dashboard.storage.StaticStorage"},
+}
 
 # Celery: Redis broker and result backend; schedules live in django-celery-beat's tables.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", REDIS_URL)
@@ -112,27 +151,77 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TASK_ACKS_LATE = True
+# A worker process killed mid-task (OOM, node drain) gives its task back instead of losing it; every
+# task is idempotent (pulls are keyed by window, decision drains by event id), so a redo is safe.
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# Redis redelivers a message whose worker vanished entirely (SIGKILL of the whole worker) after this.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_SECONDS", 600)}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Queue that tasks go to and workers consume by default; a test session uses its own (tests/support/isolation.py).
+CELERY_TASK_DEFAULT_QUEUE = env("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+# Tasks that call the Kubernetes API, sent to their own queue when NETAWARE_KUBE_TASK_QUEUE is set
+# (Kubernetes: `kube`, consumed only by netaware-cluster-worker, so the pipeline worker needs no token).
+KUBE_TASKS = (
+    "apps.appgroups.tasks.resync_cluster",
+    "apps.appgroups.tasks.sync_appgroup",
+    "apps.appgroups.tasks.publish_network_topology",
+)
+KUBE_TASK_QUEUE = env("NETAWARE_KUBE_TASK_QUEUE", "")
+if KUBE_TASK_QUEUE:
+    CELERY_TASK_ROUTES = {name: {"queue": KUBE_TASK_QUEUE} for name in KUBE_TASKS}
 
-REQUIRE_AUTH = env_bool("NETAWARE_REQUIRE_AUTH", PRODUCTION)
-LOGIN_URL = "admin:login"
+# Authentication is required for every page and API by default, locally too. false (development
+# only) lets anonymous users read; writes always need a user with the right role.
+REQUIRE_AUTH = env_bool("NETAWARE_REQUIRE_AUTH", True)
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard-topology"
+LOGOUT_REDIRECT_URL = "login"
+
+# --- HTTPS and cookies (``manage.py check --deploy`` is clean with the production defaults) ----------
+# Behind a TLS-terminating ingress keep the redirect on and trust its X-Forwarded-Proto; turn the
+# redirect off only when the ingress redirects itself (check --deploy then warns, security.W008).
+SECURE_SSL_REDIRECT = env_bool("NETAWARE_SECURE_SSL_REDIRECT", PRODUCTION)
+# Kubelet probes and Prometheus talk plain HTTP inside the cluster: never redirect them.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+if env_bool("NETAWARE_TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = env_bool("NETAWARE_SECURE_COOKIES", PRODUCTION)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
+SECURE_HSTS_SECONDS = env_int("NETAWARE_HSTS_SECONDS", 31536000 if PRODUCTION else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("NETAWARE_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
+SECURE_HSTS_PRELOAD = env_bool("NETAWARE_HSTS_PRELOAD", PRODUCTION)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+# /metrics (web and extender): ``Authorization: Bearer <token>``. Empty: 404 in production, open in
+# development (netaware_site/metrics.py).
+METRICS_TOKEN = env("NETAWARE_METRICS_TOKEN", "")
+METRICS_OPEN_WITHOUT_TOKEN = not PRODUCTION
+if PRODUCTION and METRICS_TOKEN:
+    check_secret("NETAWARE_METRICS_TOKEN", METRICS_TOKEN, min_length=MIN_TOKEN_LENGTH)
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PARSER_CLASSES": [
+        "netaware_site.parsers.JSONParser",  # a too-deep document is a 400, not a 500
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
-    # Reads are open; writes need a user (admin session or HTTP basic) wherever NETAWARE_REQUIRE_AUTH is
-    # on, which it is by default in production. The extender verbs are not DRF views and stay open to
-    # kube-scheduler.
-    "DEFAULT_PERMISSION_CLASSES": ["netaware_site.permissions.WritesNeedUserWhenRequired"],
+    # Reads need a user with the viewer (or editor) role, writes the permission of what they change
+    # (apps/accounts/permissions.py). The extender verbs are not DRF views and stay open to kube-scheduler.
+    "DEFAULT_PERMISSION_CLASSES": ["apps.accounts.permissions.RolePermission"],
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apps.accounts.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.BasicAuthentication",
     ],
@@ -175,6 +264,15 @@ NETAWARE = {
     "PULL_MAX_RETRIES": env_int("NETAWARE_PULL_MAX_RETRIES", 5),
     "PULL_RETRY_BACKOFF_SECONDS": env_float("NETAWARE_PULL_RETRY_BACKOFF_SECONDS", 2.0),
     "PULL_RETRY_BACKOFF_MAX_SECONDS": env_float("NETAWARE_PULL_RETRY_BACKOFF_MAX_SECONDS", 60.0),
+    # Scale (docs/scale.md): pulls split by source node over this many Celery tasks; the probe plan
+    # the emulator follows (the agents take the same values as PROBE_* flags).
+    "PULL_SHARDS": env_int("NETAWARE_PULL_SHARDS", 1),
+    "RETENTION_LOCK_TIMEOUT_SECONDS": env_float("NETAWARE_RETENTION_LOCK_TIMEOUT_SECONDS", 10.0),
+    "PROBE_MAX_PEERS": env_int("NETAWARE_PROBE_MAX_PEERS", 24),
+    "PROBE_MIN_PAIRS": env_int("NETAWARE_PROBE_MIN_PAIRS", 3),
+    "PROBE_ROTATION_SECONDS": env_float("NETAWARE_PROBE_ROTATION_SECONDS", 21600.0),
+    "PROBE_BANDWIDTH_PEERS": env_int("NETAWARE_PROBE_BANDWIDTH_PEERS", 8),
+    "PROBE_RTT_EXPORT": env("NETAWARE_PROBE_RTT_EXPORT", "quantiles"),
     "SCENARIO": env("NETAWARE_SCENARIO", str(BASE_DIR / "scenarios" / "paper-testbed.yaml")),
     "KUBE_API_URL": env("KUBE_API_URL", ""),
     "KUBE_TOKEN": env("KUBE_TOKEN", ""),
@@ -187,17 +285,33 @@ NETAWARE = {
     "DECISION_RETENTION": env_int("NETAWARE_DECISION_RETENTION", 10000),
     "DECISION_QUEUE": env_bool("NETAWARE_DECISION_QUEUE", True),
     "DECISION_QUEUE_MAX": env_int("NETAWARE_DECISION_QUEUE_MAX", 20000),
+    # Extender (docs/scheduler.md). Where nodes and pods come from: "kubernetes" (list + watch of the
+    # API), "database" (the cluster watcher's tables), "auto" (kubernetes when an API is configured).
+    "EXTENDER_SOURCE": env("NETAWARE_EXTENDER_SOURCE", "auto"),
+    # Pods the extender may bind: those whose spec.schedulerName is one of these.
+    "SCHEDULER_NAMES": tuple(env_list("NETAWARE_SCHEDULER_NAMES", "netaware-scheduler")),
+    # Bind answers within this many seconds whatever the Kubernetes API does (keep it below the
+    # KubeSchedulerConfiguration's httpTimeout, 5 s as shipped).
+    "BIND_DEADLINE_SECONDS": env_float("NETAWARE_BIND_DEADLINE_SECONDS", 3.0),
+    # How often the extender's loader compares the database fingerprint (change notifications over
+    # Redis usually arrive first) and how often node usage is reloaded.
     "STATE_DB_CHECK_SECONDS": env_float("NETAWARE_STATE_DB_CHECK_SECONDS", 2.0),
-    # Extender: read the Redis state version at most this often (staleness bound for writes made by
-    # other processes; a bind answered by this process is seen by its next request at once).
-    "STATE_VERSION_CHECK_SECONDS": env_float("NETAWARE_STATE_VERSION_CHECK_SECONDS", 0.02),
-    # Serve /scheduler/* through the lean WSGI dispatch (netaware_site/wsgi.py) instead of Django's
-    # middleware stack; false only for comparison (bench/bench_extender.py --compare).
-    "LEAN_EXTENDER": env_bool("NETAWARE_LEAN_EXTENDER", True),
     "STATE_MAX_AGE_SECONDS": env_float("NETAWARE_STATE_MAX_AGE_SECONDS", 15.0),
-    "STATE_RETRY_AFTER_SECONDS": env_float("NETAWARE_STATE_RETRY_AFTER_SECONDS", 1.0),
+    # Several extender replicas: only the holder of this Lease (in KUBE_NAMESPACE) answers.
+    "EXTENDER_LEADER_ELECTION": env_bool("NETAWARE_EXTENDER_LEADER_ELECTION", False),
+    "EXTENDER_LEASE_NAME": env("NETAWARE_EXTENDER_LEASE_NAME", "netaware-extender"),
+    # Lease duration; the holder renews every 2/15 of it and stops answering after 2/3 without a
+    # renewal, before another replica may take over (kube-scheduler's 15 s / 10 s / 2 s).
+    "EXTENDER_LEASE_SECONDS": env_float("NETAWARE_EXTENDER_LEASE_SECONDS", 15.0),
+    "WATCH_TIMEOUT_SECONDS": env_int("NETAWARE_WATCH_TIMEOUT_SECONDS", 300),
+    "RESYNC_SECONDS": env_float("NETAWARE_RESYNC_SECONDS", 600.0),
+    # The per-pod memo shared by filter and prioritize (off only to compare, bench/bench_scoring.py).
+    "ENGINE_MEMO": env_bool("NETAWARE_ENGINE_MEMO", True),
+    # Load and write on the request thread instead of background threads: only for the Django test
+    # client, whose database rows live in the test's own transaction.
+    "EXTENDER_INLINE": env_bool("NETAWARE_EXTENDER_INLINE", False),
+    "DECISION_BUFFER_MAX": env_int("NETAWARE_DECISION_BUFFER_MAX", 5000),
     "HOTSPOT_WINDOW_SECONDS": env_int("NETAWARE_HOTSPOT_WINDOW_SECONDS", 300),
-    "BIND_ATTEMPTS": env_int("NETAWARE_BIND_ATTEMPTS", 4),
 }
 # Largest extender request body read (a 5,000-node NodeList is ~9 MB); larger ones get an Error.
 MAX_EXTENDER_BODY = env_int("NETAWARE_MAX_EXTENDER_BODY", 32 * 1024 * 1024)

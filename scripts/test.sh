@@ -1,25 +1,38 @@
 #!/usr/bin/env bash
-# Run every netaware test on a fresh Debian machine: installs what is missing, starts PostgreSQL
-# and Redis when they are down, then lints, type-checks the pure modules and runs pytest.
+# Run every netaware test on a fresh Debian 12 machine: installs what is missing (Debian packages,
+# the hash-checked dev lock), gives the tests PostgreSQL access of their own (or uses DATABASE_URL
+# as it is), then lints, type-checks the pure modules and runs pytest. Setup noise goes to
+# var/log/test-setup.log. The test session isolates itself from a running scripts/up.sh and from
+# other test sessions (own redis-server, database name and Celery queue: tests/support/isolation.py).
+SETUP_LOG="${NETAWARE_STATE_DIR:-$(cd "$(dirname "$0")/.." && pwd)/var}/log/test-setup.log"
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-ensure_system_packages
-ensure_chromium
-ensure_venv
-ensure_postgres
-ensure_redis
+prepare_state
+printf '\n===== %s  scripts/test.sh\n' "$(date '+%F %T')" >>"$SETUP_LOG"
+check_system_packages chromium victoria-metrics
+check_local_postgres netaware_test
+require_root_if_needed
 
-export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/netaware}"
-export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
+say "checking system packages"
+ensure_system_packages chromium victoria-metrics
+# kubectl for the tests that talk to the demo cluster as a user would (Debian's kubernetes-client
+# where no kubectl is installed).
+command -v kubectl >/dev/null 2>&1 || apt_install kubernetes-client
+ensure_venv requirements-dev.txt
+say "setting up database access for the tests"
+# The tests' role may create databases (pytest-django creates test_<name>_<pid> and drops it).
+ensure_database netaware_test "CREATEDB" "" "$SECRETS/test-database-url"
+unset DATABASE_URL
+export DATABASE_URL_FILE="$SECRETS/test-database-url"
 # Everything a test needs is installed above, so a skipped test means an unproven requirement.
 export NETAWARE_FAIL_ON_SKIP="${NETAWARE_FAIL_ON_SKIP:-1}"
 
-log "ruff"
+say "ruff"
 "$VENV/bin/ruff" check .
-log "mypy (pure modules)"
+say "mypy (pure modules)"
 "$VENV/bin/mypy"
-log "pytest"
+say "pytest"
 set +e
 "$PY" -m pytest "$@"
 rc=$?

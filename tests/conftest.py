@@ -1,12 +1,46 @@
-"""Shared fixtures: real Prometheus processes and a real Celery worker over Redis."""
+"""Shared fixtures: real Prometheus processes and a real Celery worker over Redis.
+
+Before Django reads its settings, the session isolates itself from a running ``scripts/up.sh`` and
+from other test sessions: its own redis-server, database name and Celery queue
+(tests/support/isolation.py). That is why ``DJANGO_SETTINGS_MODULE`` is set here and not in the
+pytest configuration.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
+from tests.support.isolation import IsolationError, isolate
 from tests.support.prometheus import start_prometheus
+
+if "django.conf" in sys.modules and sys.modules["django.conf"].settings.configured:
+    raise pytest.UsageError(
+        "Django's settings were read before the test session could isolate itself (own Redis, database "
+        "name and Celery queue): DJANGO_SETTINGS_MODULE or --ds was given. Unset it; tests/conftest.py sets it."
+    )
+try:
+    ISOLATION = isolate()
+except IsolationError as exc:
+    raise pytest.UsageError(str(exc)) from exc
+os.environ["DJANGO_SETTINGS_MODULE"] = "netaware_site.settings"
+
+from django.conf import settings as _settings  # after the isolation, on purpose
+
+_settings.DATABASES  # noqa: B018  (read the settings now; pytest-django sets Django up in pytest_configure)
+
+
+def pytest_configure(config):
+    # A cleanup registered now runs after pytest's own (LIFO), i.e. after its final garbage collection,
+    # whose Celery AsyncResult finalizers still talk to this Redis.
+    config.add_cleanup(ISOLATION.stop)
+
+
+def pytest_report_header(config):
+    return (f"isolation: redis {ISOLATION.redis_url}, database test_{ISOLATION.database_url.rsplit('/', 1)[-1]}, "
+            f"celery queue {ISOLATION.celery_queue}")
 
 
 @pytest.fixture
@@ -37,13 +71,13 @@ def celery_worker_thread(transactional_db, settings):
 
 @pytest.fixture
 def fake_kube(settings):
-    """A running fake Kubernetes API server (tests/support/fake_kube.py) that netaware_site.kube
+    """A running fake Kubernetes API server (apps/demo/kubeapi.py) that netaware_site.kube
     talks to: the CRDs in k8s/crds/ are registered (schemas enforced) plus fallbacks for our and the
     diktyo AppGroup/NetworkTopology kinds."""
     from pathlib import Path
 
+    from apps.demo.kubeapi import FakeKube
     from netaware_site import kube
-    from tests.support.fake_kube import FakeKube
 
     server = FakeKube().start()
     crd_dir = Path(settings.BASE_DIR) / "k8s" / "crds"
@@ -62,6 +96,31 @@ def fake_kube(settings):
     kube.reset_clients()
 
 
+@pytest.fixture(autouse=True)
+def _extender_runtime_per_test(settings):
+    """Every test that reaches the extender in-process gets a fresh runtime in inline mode (no
+    background threads reading outside the test's transaction), and none survives the test."""
+    from apps.scheduler import runtime as extender_runtime
+
+    settings.NETAWARE = {**settings.NETAWARE, "EXTENDER_INLINE": True, "DECISION_QUEUE": False}
+    extender_runtime.reset_runtime()
+    yield
+    extender_runtime.reset_runtime()
+    _forget_queued_decisions()
+
+
+def _forget_queued_decisions() -> None:
+    """Decisions a test queued in Redis must not be drained into the next test's database."""
+    import contextlib
+
+    import redis
+
+    from apps.scheduler import decisionlog, selectors
+
+    with contextlib.suppress(redis.RedisError):
+        selectors.redis_client().delete(decisionlog.DECISION_QUEUE_KEY)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """With NETAWARE_FAIL_ON_SKIP=1 (scripts/test.sh sets it) a skipped test fails the run.
@@ -75,3 +134,24 @@ def pytest_runtest_makereport(item, call):
         report.outcome = "failed"
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.longrepr = f"skipped, but NETAWARE_FAIL_ON_SKIP=1 requires every test to run: {reason}"
+
+
+@pytest.fixture
+def client(db):
+    """A Django test client logged in as an administrator: every page and API needs a user
+    (apps/accounts). Tests about refusals use ``anonymous_client`` or log in a role themselves."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    user = get_user_model().objects.filter(username="test-admin").first() or get_user_model().objects.create_superuser(
+        "test-admin", "admin@example.com", "test-admin-password")
+    logged_in = Client()
+    logged_in.force_login(user)
+    return logged_in
+
+
+@pytest.fixture
+def anonymous_client():
+    from django.test import Client
+
+    return Client()

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from apps.appgroups import quantity, resources
+from apps import quantity
+from apps.appgroups import resources
 from apps.appgroups.graph import LabelSelector
 from apps.scheduler.scoring.fixtures import pod_labels
 

@@ -1,6 +1,7 @@
 """The sync never deletes cluster data because netaware's database is empty or behind: a managed CR is
 deleted only when a tombstone left by a deliberate deletion in netaware names it; otherwise it is
-imported. Every deletion path (service, API, dashboard, admin, bulk delete) leaves a tombstone, a
+imported. Every deletion path (service, API, dashboard, admin, the admin's bulk delete — all through
+``services.delete_appgroup``) leaves a tombstone, a
 deletion made while the API server is down is applied when it returns, and tombstones expire.
 
 Real sync code, real Postgres, the real ``kubernetes`` client; only the API server is faked.
@@ -97,7 +98,9 @@ def test_every_deletion_path_leaves_a_tombstone_and_the_sync_deletes_those_crs(
     assert client.post(f"/appgroups/{rows['by-dashboard'].pk}/delete").status_code == 302
     response = admin_client.post(f"/admin/appgroups/appgroup/{rows['by-admin'].pk}/delete/", {"post": "yes"})
     assert response.status_code == 302
-    AppGroup.objects.filter(name="by-bulk").delete()  # the admin's "delete selected" action
+    response = admin_client.post("/admin/appgroups/appgroup/", {  # the admin's "delete selected" action
+        "action": "delete_selected", "_selected_action": [rows["by-bulk"].pk], "post": "yes"})
+    assert response.status_code == 302 and not AppGroup.objects.filter(name="by-bulk").exists()
 
     tombstones = {t.name: t for t in AppGroupTombstone.objects.all()}
     assert set(tombstones) == {"by-service", "by-api", "by-dashboard", "by-admin", "by-bulk"}

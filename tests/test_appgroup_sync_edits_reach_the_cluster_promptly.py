@@ -4,12 +4,17 @@ waiting for the periodic resync. A broker that is down never fails the save."""
 
 from __future__ import annotations
 
+import ast
+import json
+
 import pytest
+import redis
 from django.db import transaction
 
-from apps.appgroups import resources, services, tasks
+from apps.appgroups import resources, services
 from apps.appgroups.choices import Origin
 from apps.appgroups.models import AppGroup, AppGroupTombstone
+from netaware_site import kube
 from netaware_site.celery import app as celery_app
 from tests.support.appgroup_docs import G, P, V, wait_for
 from tests.support.appgroup_docs import small_appgroup as _small_appgroup
@@ -79,12 +84,22 @@ def test_without_a_kubernetes_api_nothing_is_enqueued(settings, monkeypatch, tmp
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing-kubeconfig"))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     settings.NETAWARE = {**settings.NETAWARE, "KUBE_API_URL": ""}
-    sent: list[tuple] = []
-    monkeypatch.setattr(tasks.sync_appgroup, "apply_async", lambda *a, **k: sent.append((a, k)))
-    assert not tasks.kube_configured()
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    broker.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+    assert not kube.configured()
     services.import_resource(document=_doc("local"), origin=Origin.NETAWARE)
-    assert sent == []
+    assert queued_syncs(broker, settings) == []
 
     settings.NETAWARE = {**settings.NETAWARE, "KUBE_API_URL": "http://127.0.0.1:1"}
     services.import_resource(document=_doc("local", weight=2.0), origin=Origin.NETAWARE)
-    assert sent == [((("shop", "local"),), {"retry": False, "expires": tasks.SYNC_TASK_EXPIRES})]
+    assert queued_syncs(broker, settings) == [(("shop", "local"), services.SYNC_TASK_EXPIRES > 0)]
+
+
+def queued_syncs(broker, settings) -> list[tuple]:
+    """Sync requests waiting on the (real) broker's queue: (args, has an expiry)."""
+    out = []
+    for raw in broker.lrange(settings.CELERY_TASK_DEFAULT_QUEUE, 0, -1):
+        headers = json.loads(raw)["headers"]
+        if headers["task"] == services.SYNC_TASK:
+            out.append((tuple(ast.literal_eval(headers["argsrepr"])), bool(headers.get("expires"))))
+    return out

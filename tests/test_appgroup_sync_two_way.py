@@ -1,7 +1,7 @@
 """AppGroups converge between netaware and the cluster in both directions, under the conflict rule.
 
 Real sync code, the real ``kubernetes`` client, real Postgres; only the API server is faked
-(tests/support/fake_kube.py).
+(apps/demo/kubeapi.py).
 """
 
 from __future__ import annotations

@@ -43,26 +43,21 @@ def snapshot_of(appgroup: AppGroup) -> tuple:
 
 
 def test_assets_are_served_without_static_server(client):
-    for url, kind in (("/dashboard/plotly.min.js", "javascript"), ("/dashboard/dashboard.css", "css"),
-                      ("/dashboard/dashboard.js", "javascript")):
+    for url, kind in (("/static/dashboard/vendor/plotly-cartesian-4.1.1.min.js", "javascript"),
+                      ("/static/dashboard/dashboard.css", "css"), ("/static/dashboard/dashboard.js", "javascript"),
+                      ("/static/dashboard/topology.js", "javascript")):
         response = client.get(url)
         assert response.status_code == 200 and kind in response["Content-Type"], url
-    assert b"plotly" in client.get("/dashboard/plotly.min.js").content[:2000].lower()
+        b"".join(response.streaming_content) if response.streaming else response.content
 
 
-def test_topology_page_renders_with_and_without_snapshot(client):
-    response = client.get("/")
-    assert response.status_code == 200
-    body = response.content.decode()
-    assert 'id="heatmap"' in body and "/dashboard/plotly.min.js" in body and "/api/topology/" in body
+def test_topology_page_is_a_live_shell_over_its_data(client):
+    body = client.get("/").content.decode()
+    assert 'id="heatmap"' in body and "plotly-cartesian" in body and "dashboard/topology." in body
+    assert client.get("/dashboard/data/heatmap").status_code == 404  # no snapshot yet, said plainly
     seed_topology()
-    seed_boutique()
-    place("frontend", "a1")
-    place("cart", "a1")
-    place("ad", "b1")
-    response = client.get("/")
-    placed = response.context["placements_by_node"]
-    assert placed == {"a1": 2, "b1": 1}
+    data = client.get("/dashboard/data/heatmap").json()
+    assert data["nodes"] == ["a1", "a2", "b1", "f1"] and len(data["values"]) == 16
 
 
 def test_topology_api_has_the_fields_the_page_reads(client):
@@ -118,8 +113,8 @@ def test_detail_shows_graph_order_and_placement_scores(client, boutique):
 
 
 def test_small_graph_labels_edges_with_sensitivities_and_limits():
-    from apps.appgroups.dashboard import graph_figure
     from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
+    from apps.dashboard.appgroup_figures import graph_figure
 
     spec = AppGroupSpec("default", "tiny", (
         WorkloadSpec("web", LabelSelector({"app": "web"}), 2.0,
@@ -167,90 +162,98 @@ def test_unknown_appgroup_is_404(client):
     assert client.get("/appgroups/999999/edit").status_code == 404
 
 
-# --- structured edit ------------------------------------------------------------------------------
+# --- structured editor (JSON documents, validated by the service as you type) -------------------
 
 
-def test_structured_edit_saves_weight_and_dependency_fields(client, boutique):
+def editor_post(client, url, document):
+    return client.post(url, data={"document": document}, content_type="application/json")
+
+
+def test_editor_pages_render_for_new_and_existing(client, boutique):
     response = client.get(f"/appgroups/{boutique.pk}/edit")
     assert response.status_code == 200
-    form = response.context["form"]
-    data = form_data(form)
-    assert data["w0_weight"] == 1.0  # frontend
-    data["w0_weight"] = "0.35"
-    data["d0_0_latency"] = "0.9"
-    data["d0_0_max_network_cost"] = "7"
-    data["d0_0_min_bandwidth"] = "100M"
-    response = client.post(f"/appgroups/{boutique.pk}/edit", data)
-    assert response.status_code == 302 and response["Location"] == f"/appgroups/{boutique.pk}"
+    assert response.context["document"]["spec"]["workloads"][0]["name"] == "frontend"
+    assert f"pk={boutique.pk}" in response.context["validate_url"]
+    assert client.get("/appgroups/new").context["document"]["spec"]["workloads"] == []
+
+
+@pytest.mark.parametrize(("mutate", "path", "message"), [
+    (lambda d: d["spec"]["workloads"][0].update(weight=-1), "spec.workloads[0].weight", "must be >= 0"),
+    (lambda d: d["spec"]["workloads"][0]["dependencies"][0].update(maxNetworkCost=10001),
+     "spec.workloads[0].dependencies[0].maxNetworkCost", "<= 10000"),
+    (lambda d: d["spec"]["workloads"][0]["dependencies"][0].update(name="nowhere"),
+     "spec.workloads[0].dependencies[0].name", "nowhere"),
+    (lambda d: d["spec"]["workloads"][1].update(selector={"matchLabels": {"bad key!": "x"}}),
+     "spec.workloads[1].selector", ""),
+])
+def test_editor_validation_names_the_field_and_saves_nothing(client, boutique, mutate, path, message):
+    before = snapshot_of(boutique)
+    doc = boutique_document()
+    mutate(doc)
+    answer = editor_post(client, f"/dashboard/data/appgroups/validate?pk={boutique.pk}", doc).json()
+    assert answer["valid"] is False
+    assert any(p.startswith(path) for p in answer["errors"]), answer["errors"]
+    assert message in " ".join(m for p, ms in answer["errors"].items() if p.startswith(path) for m in ms)
+    assert snapshot_of(boutique) == before
+    response = editor_post(client, f"/dashboard/data/appgroups/save?pk={boutique.pk}", doc)
+    assert response.status_code == 400 and snapshot_of(boutique) == before
+
+
+def test_editor_validation_of_a_valid_document_previews_graph_and_order(client, boutique):
+    answer = editor_post(client, f"/dashboard/data/appgroups/validate?pk={boutique.pk}", boutique_document()).json()
+    assert answer == {**answer, "valid": True, "errors": {}}
+    assert answer["preview"]["order"][0] == "frontend"
+    assert sorted(answer["preview"]["figure"]["data"][-1]["text"]) == sorted(
+        w.name for w in boutique.workloads.all())
+    # The same document as a *new* AppGroup clashes with the stored one: the API's create rule.
+    clash = editor_post(client, "/dashboard/data/appgroups/validate", boutique_document()).json()
+    assert "already exists" in " ".join(clash["errors"]["metadata.name"])
+    assert clash["preview"]["order"][0] == "frontend"  # the graph is still previewed
+
+
+def test_editor_saves_edits_through_the_service(client, boutique):
+    doc = boutique_document()
+    doc["spec"]["workloads"][0]["weight"] = 0.35
+    dep = doc["spec"]["workloads"][0]["dependencies"][0]
+    dep.update(maxNetworkCost=7, minBandwidth="100M")
+    dep["metrics"]["latency"] = 0.9
+    response = editor_post(client, f"/dashboard/data/appgroups/save?pk={boutique.pk}", doc)
+    assert response.status_code == 200, response.content
+    assert response.json()["url"] == f"/appgroups/{boutique.pk}"
     frontend = Workload.objects.get(appgroup=boutique, name="frontend")
     assert frontend.weight == 0.35
-    dep = Dependency.objects.get(source=frontend, target__name="recommendation")
-    assert (dep.latency, dep.max_network_cost, dep.min_bandwidth_bps) == (0.9, 7, 100e6)
-    page = client.get(response["Location"]).content.decode()
-    assert "Saved default/online-boutique" in page and ">0.35<" in page
+    saved = Dependency.objects.get(source=frontend, target__name=dep["name"])
+    assert (saved.latency, saved.max_network_cost, saved.min_bandwidth_bps) == (0.9, 7, 100e6)
+    assert "Saved default/online-boutique" in client.get(response.json()["url"]).content.decode()
 
 
-@pytest.mark.parametrize(("field", "value", "message"), [
-    ("w0_weight", "-1", "greater than or equal to 0"),
-    ("w0_weight", "heavy", "Enter a number"),
-    ("d0_0_max_network_cost", "10001", "less than or equal to 10000"),
-    ("d0_0_min_bandwidth", "fast", ""),
-])
-def test_structured_edit_bad_input_is_shown_next_to_the_field_and_not_saved(client, boutique, field, value, message):
-    before = snapshot_of(boutique)
-    data = form_data(client.get(f"/appgroups/{boutique.pk}/edit").context["form"])
-    data["w1_weight"] = "0.1"  # a valid change in the same submission must not be saved either
-    data[field] = value
-    response = client.post(f"/appgroups/{boutique.pk}/edit", data)
-    assert response.status_code == 400
-    form = response.context["form"]
-    assert list(form.errors) == [field]
-    assert message in " ".join(form.errors[field])
-    body = response.content.decode()
-    assert "Not saved" in body and 'class="field has-error"' in body
-    assert snapshot_of(boutique) == before
+def test_editor_creates_a_new_appgroup_without_yaml(client):
+    doc = {"apiVersion": "netaware.io/v1alpha1", "kind": "AppGroup",
+           "metadata": {"namespace": "shop", "name": "two-tier", "annotations": {"netaware.io/description": "web and db"}},
+           "spec": {"topologySortingAlgorithm": "KahnSort", "workloads": [
+               {"name": "web", "selector": {"matchLabels": {"app": "web"}}, "weight": 1,
+                "dependencies": [{"name": "db", "metrics": {"latency": 1, "bandwidth": 0.5, "lossrate": 0}}]},
+               {"name": "db", "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["db"]}]}}]}}
+    response = editor_post(client, "/dashboard/data/appgroups/save", doc)
+    assert response.status_code == 201, response.content
+    group = AppGroup.objects.get(namespace="shop", name="two-tier")
+    assert group.description == "web and db"
+    assert list(selectors.topology_order(appgroup=group)) == ["web", "db"]
+    assert editor_post(client, "/dashboard/data/appgroups/save", doc).status_code == 400  # no overwrite on create
 
 
-def test_structured_edit_refuses_a_form_opened_before_the_graph_changed(client, boutique):
-    data = form_data(client.get(f"/appgroups/{boutique.pk}/edit").context["form"])
-    doc = boutique_document()
-    doc["spec"]["workloads"].insert(0, {"name": "gateway", "selector": "app=gateway", "weight": 0.5})
-    services.import_resource(document=doc)  # e.g. the cluster sync: positions shift by one
-    before = snapshot_of(boutique)
-    data["w0_weight"] = "0.05"  # meant for frontend, now the position of gateway
-    response = client.post(f"/appgroups/{boutique.pk}/edit", data)
-    assert response.status_code == 400
-    assert "changed since the form was opened" in " ".join(response.context["form"].non_field_errors())
-    assert snapshot_of(boutique) == before
+def test_selector_preview_lists_the_pods_a_selector_matches_now(client):
+    from apps.scheduler.models import ObservedPod
 
-
-def test_structured_edit_all_zero_sensitivities_rejected(client, boutique):
-    before = snapshot_of(boutique)
-    data = form_data(client.get(f"/appgroups/{boutique.pk}/edit").context["form"])
-    data.update({"d0_1_latency": "0", "d0_1_bandwidth": "0", "d0_1_lossrate": "0"})
-    response = client.post(f"/appgroups/{boutique.pk}/edit", data)
-    assert response.status_code == 400
-    assert "positive sum" in " ".join(response.context["form"].errors["d0_1_latency"])
-    assert snapshot_of(boutique) == before
-
-
-def test_structured_edit_maps_service_errors_onto_fields(boutique):
-    """Errors only the service knows (field paths) land on the matching form field."""
-    from apps.appgroups.forms import StructuredAppGroupForm
-
-    spec = selectors.appgroup_spec(appgroup=boutique)
-    form = StructuredAppGroupForm({}, appgroup=boutique, spec=spec)
-    form.is_valid()
-    form.add_service_errors({
-        "workloads[2].weight": ["too heavy"],
-        "workloads[0].dependencies[1].max_network_cost": ["too costly"],
-        "workloads[0].dependencies[2]": ["bad pair"],
-        "name": ["taken"],
-    })
-    assert "too heavy" in form.errors["w2_weight"]
-    assert "too costly" in form.errors["d0_1_max_network_cost"]
-    assert "bad pair" in form.errors["d0_2_latency"]
-    assert "name: taken" in form.non_field_errors()
+    ObservedPod.objects.create(namespace="shop", name="web-1", labels={"app": "web"}, node_name="a1")
+    ObservedPod.objects.create(namespace="shop", name="db-1", labels={"app": "db"}, node_name="b1")
+    ObservedPod.objects.create(namespace="shop", name="web-old", labels={"app": "web"}, terminal=True)
+    answer = client.post("/dashboard/data/selector-preview", {"namespace": "shop", "selector": {"matchLabels": {"app": "web"}}},
+                         content_type="application/json").json()
+    assert (answer["count"], answer["pods"], answer["known"]) == (1, [{"name": "web-1", "node": "a1"}], 2)
+    bad = client.post("/dashboard/data/selector-preview", {"selector": {"matchLabels": {"no spaces": "x"}}},
+                      content_type="application/json")
+    assert bad.status_code == 400 and "selector" in bad.json()
 
 
 # --- YAML editor and new-from-YAML ---------------------------------------------------------------
@@ -306,11 +309,11 @@ def test_yaml_syntax_errors_and_non_documents_are_form_errors(client, boutique):
 
 
 def test_new_from_yaml_prefills_boutique_creates_and_refuses_to_overwrite(client):
-    response = client.get("/appgroups/new")
+    response = client.get("/appgroups/import")
     assert response.status_code == 200
     text = response.context["form"].initial["document"]
     assert "online-boutique" in text and "kind: AppGroup" in text
-    response = client.post("/appgroups/new", {"document": text})
+    response = client.post("/appgroups/import", {"document": text})
     assert response.status_code == 302
     group = AppGroup.objects.get(namespace="default", name="online-boutique")
     assert response["Location"] == f"/appgroups/{group.pk}"
@@ -319,7 +322,7 @@ def test_new_from_yaml_prefills_boutique_creates_and_refuses_to_overwrite(client
     before = snapshot_of(group)
     doc = boutique_document()
     doc["spec"]["workloads"][0]["weight"] = 0.01
-    response = client.post("/appgroups/new/", {"document": yaml.safe_dump(doc)})
+    response = client.post("/appgroups/import/", {"document": yaml.safe_dump(doc)})
     assert response.status_code == 400
     errors = response.context["form"].path_errors
     assert errors[0]["path"] == "metadata.name" and "already exists" in errors[0]["message"]
@@ -329,7 +332,7 @@ def test_new_from_yaml_prefills_boutique_creates_and_refuses_to_overwrite(client
 def test_new_with_bad_yaml_creates_nothing(client):
     doc = boutique_document()
     doc["metadata"]["name"] = "Not A DNS Name"
-    response = client.post("/appgroups/new", {"document": yaml.safe_dump(doc)})
+    response = client.post("/appgroups/import", {"document": yaml.safe_dump(doc)})
     assert response.status_code == 400
     assert response.context["form"].path_errors[0]["path"] == "metadata.name"
     assert AppGroup.objects.count() == 0 and Workload.objects.count() == 0
@@ -341,7 +344,7 @@ def test_new_accepts_a_scheduler_plugins_resource(client):
     spec = resources.spec_from_resource(boutique_document())
     doc = resources.resource_from_spec(spec, flavor="diktyo")
     doc["metadata"]["name"] = "boutique-diktyo"
-    response = client.post("/appgroups/new", {"document": yaml.safe_dump(doc)})
+    response = client.post("/appgroups/import", {"document": yaml.safe_dump(doc)})
     assert response.status_code == 302
     assert AppGroup.objects.get(name="boutique-diktyo").workloads.count() == 11
 
@@ -360,12 +363,16 @@ def test_delete_needs_confirmation_post(client, boutique):
 
 
 def test_forms_are_csrf_protected(boutique):
+    from django.contrib.auth import get_user_model
+
     strict = Client(enforce_csrf_checks=True)
-    for url, data in ((f"/appgroups/{boutique.pk}/delete", {}), ("/appgroups/new", {"document": "x: 1"}),
-                      (f"/appgroups/{boutique.pk}/edit", {"w0_weight": "2"}), ("/evaluation/", {"seeds": "2"})):
+    strict.force_login(get_user_model().objects.create_superuser("csrf-admin", "c@example.com", "pw"))
+    for url, data in ((f"/appgroups/{boutique.pk}/delete", {}), ("/appgroups/import", {"document": "x: 1"}),
+                      ("/evaluation/", {"seeds": "2"}), ("/dashboard/data/appgroups/validate", {}),
+                      (f"/dashboard/data/appgroups/save?pk={boutique.pk}", {}), ("/account/tokens/", {"name": "x"})):
         assert strict.post(url, data).status_code == 403, url
     assert AppGroup.objects.filter(pk=boutique.pk).exists()
-    page = strict.get(f"/appgroups/{boutique.pk}/edit").content.decode()
+    page = strict.get(f"/appgroups/{boutique.pk}/yaml").content.decode()
     assert re.search(r'name="csrfmiddlewaretoken" value="[^"]+"', page)
 
 

@@ -10,7 +10,7 @@ import orjson
 import pytest
 from django.utils import timezone
 
-from apps.scheduler import selectors, services, tasks
+from apps.scheduler import decisionlog, selectors, services, tasks
 from apps.scheduler.models import Decision
 from tests.support.extender_wire import extender_args, k8s_pod, load_kep_fixture, use_extender_test_settings
 
@@ -41,41 +41,52 @@ def test_retention_keeps_only_the_newest_decisions(client, nodes, settings):
 
 
 def test_decisions_are_queued_in_redis_and_drained_in_batches(client, nodes, settings):
-    """Off the request path: a decision is encoded by the worker's background thread after its
-    response and rides to a Redis list with a later request's state-version read; the Celery task
-    (or the API, before reading) moves the queue into Postgres in one batch."""
-    settings.NETAWARE = {**settings.NETAWARE, "DECISION_QUEUE": True, "DECISION_OUTBOX_MAX_AGE": 3600}
+    """Off the request path: decisions are shipped to a Redis list (in a real extender by its
+    decision-log thread; here, inline, after each response), and the Celery task moves the queue
+    into Postgres in batches; reading the API never writes. A drain redone after a worker died
+    mid-batch stores nothing twice."""
+    use_extender_test_settings(settings, DECISION_QUEUE=True)
     redis = selectors.redis_client()
-    redis.delete(services.DECISION_QUEUE_KEY)
+    redis.delete(decisionlog.DECISION_QUEUE_KEY)
     for i in range(4):
         call(client, "filter" if i < 3 else "prioritize", k8s_pod(f"p3-q{i}", labels={"app": "p3"}), nodes)
     assert Decision.objects.count() == 0
-    assert redis.llen(services.DECISION_QUEUE_KEY) <= 3  # the 4th waits for a later request
-    deadline = time.monotonic() + 5
-    while services._decisions.pending and time.monotonic() < deadline:  # the background encoder
-        time.sleep(0.01)
-    assert not services._decisions.pending
-    call(client, "filter", k8s_pod("p3-q4", labels={"app": "p3"}), nodes)
-    assert redis.llen(services.DECISION_QUEUE_KEY) == 4
+    assert redis.llen(decisionlog.DECISION_QUEUE_KEY) == 4
+    queued = redis.lrange(decisionlog.DECISION_QUEUE_KEY, 0, -1)
     assert tasks.drain_decisions() == 4
-    assert redis.llen(services.DECISION_QUEUE_KEY) == 0
+    assert redis.llen(decisionlog.DECISION_QUEUE_KEY) == 0
     assert list(Decision.objects.order_by("id").values_list("pod_name", flat=True)) == [
         "p3-q0", "p3-q1", "p3-q2", "p3-q3"]
     assert Decision.objects.get(pod_name="p3-q3").breakdown_data["nodes"] == nodes
-    listed = client.get("/api/scheduler/decisions/", {"pod": "p3-q4"}).json()  # the API flushes first
-    assert listed["count"] == 1
+    # Reads only read: the API does not move the queue; the drain task does.
+    call(client, "filter", k8s_pod("p3-q4", labels={"app": "p3"}), nodes)
+    assert client.get("/api/scheduler/decisions/", {"pod": "p3-q4"}).json()["count"] == 0
+    assert tasks.drain_decisions() == 1
+    assert client.get("/api/scheduler/decisions/", {"pod": "p3-q4"}).json()["count"] == 1
+    # A worker that stored the batch but died before trimming the queue: the batch is drained again.
+    redis.rpush(decisionlog.DECISION_QUEUE_KEY, *queued)
+    assert tasks.drain_decisions() == 4
+    assert Decision.objects.count() == 5
 
 
-def test_an_idle_process_pushes_its_outbox(client, nodes, settings):
-    settings.NETAWARE = {**settings.NETAWARE, "DECISION_QUEUE": True, "DECISION_OUTBOX_MAX_AGE": 0.2}
+def test_the_decision_log_thread_ships_without_a_request(transactional_db, settings):
+    """A real extender ships from a background thread, batched, whether or not requests follow."""
     redis = selectors.redis_client()
-    redis.delete(services.DECISION_QUEUE_KEY)
-    call(client, "filter", k8s_pod("p3-idle", labels={"app": "p3"}), nodes)
-    deadline = time.monotonic() + 5
-    while redis.llen(services.DECISION_QUEUE_KEY) == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert redis.llen(services.DECISION_QUEUE_KEY) == 1
-    assert services.flush_decisions() == 1
+    redis.delete(decisionlog.DECISION_QUEUE_KEY)
+    log = decisionlog.DecisionLog(redis_client=selectors.redis_client)
+    log.start()
+    try:
+        for i in range(3):
+            log.add({"verb": "filter", "pod_namespace": "default", "pod_name": f"idle-{i}", "breakdown": None})
+        deadline = time.monotonic() + 5
+        while redis.llen(decisionlog.DECISION_QUEUE_KEY) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert redis.llen(decisionlog.DECISION_QUEUE_KEY) == 3
+        assert log.logged == 3 and log.dropped == 0
+    finally:
+        log.stop()
+    assert services.drain_decisions() == 3
+    assert sorted(Decision.objects.values_list("pod_name", flat=True)) == ["idle-0", "idle-1", "idle-2"]
 
 
 def test_decisions_api_lists_filters_and_shows_the_breakdown(client, nodes):

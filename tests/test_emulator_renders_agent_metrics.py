@@ -64,7 +64,7 @@ def samples(fams: dict, family: str, suffix: str = "") -> dict:
 def test_rendered_node_metrics_parse_and_follow_the_scenario() -> None:
     clock = FakeClock()
     emulator = Emulator(load_scenario(SCENARIO), seed=3, ping_rate_hz=10.0, clock=clock,
-                        bandwidth_interval_s=30.0)
+                        bandwidth_interval_s=30.0, export="histogram")
     clock.now += 600.0  # 6000 probes per pair
     fams = families(emulator.render("a1"))
 
@@ -127,7 +127,7 @@ def test_rendered_node_metrics_parse_and_follow_the_scenario() -> None:
 
 def test_counters_advance_with_the_clock_and_never_go_back() -> None:
     clock = FakeClock()
-    emulator = Emulator(load_scenario(SCENARIO), ping_rate_hz=5.0, clock=clock)
+    emulator = Emulator(load_scenario(SCENARIO), ping_rate_hz=5.0, clock=clock, export="histogram")
     first = samples(families(emulator.render("b1")), "netaware_probe_packets_sent", "_total")
     clock.now += 10.0
     second = samples(families(emulator.render("b1")), "netaware_probe_packets_sent", "_total")

@@ -40,7 +40,7 @@ def query(url: str, promql: str) -> dict[tuple[str, str], float]:
 
 @pytest.mark.slow
 def test_prometheus_reads_scenario_quantiles_loss_and_bandwidth(prometheus_factory) -> None:
-    emulator = Emulator(load_scenario(SCENARIO), seed=1, ping_rate_hz=200.0)
+    emulator = Emulator(load_scenario(SCENARIO), seed=1, ping_rate_hz=200.0, export="histogram")
     server = emulator.serve()
     try:
         config = emulator.prometheus_config(f"127.0.0.1:{server.port}", scrape_interval="1s")

@@ -12,7 +12,7 @@ import yaml
 from django.urls import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
-FILES = sorted((ROOT / "k8s" / "scheduler").glob("*.yaml"))
+FILES = sorted(p for p in (ROOT / "k8s" / "scheduler").glob("*.yaml") if p.name != "kustomization.yaml")
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
@@ -34,7 +34,12 @@ def test_kube_scheduler_configuration_uses_the_extender():
     assert config["kind"] == "KubeSchedulerConfiguration"
     assert [p["schedulerName"] for p in config["profiles"]] == ["netaware-scheduler"]
     (extender,) = config["extenders"]
-    assert extender["urlPrefix"] == "http://netaware.netaware-system.svc:8000/scheduler"
+    # The extender Service of the run_extender server, over mutual TLS (docs/deploy.md).
+    assert extender["urlPrefix"] == "https://netaware-extender.netaware-system.svc:8443/scheduler"
+    assert extender["enableHTTPS"] is True
+    tls = extender["tlsConfig"]
+    assert set(tls) == {"serverName", "certFile", "keyFile", "caFile"}
+    assert tls["serverName"] == "netaware-extender.netaware-system.svc"
     assert extender["nodeCacheCapable"] is True and extender["ignorable"] is True
     assert isinstance(extender["weight"], int) and extender["weight"] > 0
     assert re.fullmatch(r"\d+(ms|s|m)", extender["httpTimeout"])  # a metav1.Duration string
@@ -43,7 +48,7 @@ def test_kube_scheduler_configuration_uses_the_extender():
     assert set(extender) <= allowed
     # kube-scheduler calls strings.TrimRight(urlPrefix, "/") + "/" + verb: those URLs must resolve.
     for key in ("filterVerb", "prioritizeVerb", "bindVerb", "preemptVerb"):
-        url = extender["urlPrefix"].split(":8000", 1)[1] + "/" + extender[key]
+        url = extender["urlPrefix"].split(":8443", 1)[1] + "/" + extender[key]
         assert resolve(url).url_name == f"extender-{extender[key]}"
 
 
@@ -54,3 +59,10 @@ def test_deployment_mounts_the_config_and_runs_as_the_scheduler_account():
     (container,) = pod["containers"]
     assert "--config=/etc/kubernetes/netaware/scheduler-config.yaml" in container["command"]
     assert pod["volumes"][0]["configMap"]["name"] == "netaware-scheduler-config"
+    # The client certificate the configuration's tlsConfig names is mounted from its Secret.
+    tls = scheduler_config()["extenders"][0]["tlsConfig"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    secret_volume = next(v for v in pod["volumes"] if "secret" in v)
+    assert secret_volume["secret"]["secretName"] == "netaware-scheduler-tls"
+    for key in ("certFile", "keyFile", "caFile"):
+        assert tls[key].startswith(mounts[secret_volume["name"]] + "/")

@@ -26,6 +26,27 @@ CONFIG_KINDS = {
     "EncryptionConfiguration",
     "AdmissionConfiguration",
     "Policy",
+    # kustomize's own files (the rendered overlays are validated in test_k8s_overlays_render_and_validate.py).
+    "Kustomization",
+}
+# prometheus-operator's PrometheusRule: the shape here, the rules themselves by promtool
+# (tests/test_monitoring_alerts_and_dashboard.py).
+PROMETHEUS_RULE_SCHEMA = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "monitoring.coreos.com/v1"},
+        "spec": {
+            "type": "object",
+            "required": ["groups"],
+            "additionalProperties": False,
+            "properties": {"groups": {"type": "array", "minItems": 1, "items": {
+                "type": "object", "required": ["name", "rules"],
+                "properties": {"name": {"type": "string"}, "interval": {"type": "string"},
+                               "rules": {"type": "array", "minItems": 1}},
+            }}},
+        },
+    },
 }
 EXTRA_DOCUMENTS = [ROOT / "scenarios" / "online-boutique-appgroup.yaml"]
 
@@ -214,6 +235,9 @@ def validate_document(doc: dict) -> str:
     if kind in CONFIG_KINDS:
         return f"skipped: {kind} is a component configuration file"
     key = (api_version, kind)
+    if kind == "PrometheusRule":
+        jsonschema.Draft7Validator(PROMETHEUS_RULE_SCHEMA).validate(doc)
+        return "prometheusrule"
     if key in OUR_SCHEMAS:
         jsonschema.Draft7Validator(OUR_SCHEMAS[key]).validate(doc)
         return "crd"

@@ -69,7 +69,7 @@ def test_shaped_bandwidth_and_random_loss_reach_the_stored_topology(prometheus_f
         for key in KEYS:
             peers = ",".join(f"{node(o)}={lab.address_of(o, seen_from=key)}:{PORT}" for o in KEYS if o != key)
             agent = start_agent(node(key), f"http://{lab.mgmt_ip[key]}:{PORT}", [
-                "--metrics-port", str(PORT), "--peers", peers, "--zone", f"zone-{key}", "--region", "lab",
+                "--bind", "0.0.0.0", "--metrics-port", str(PORT), "--peers", peers, "--zone", f"zone-{key}", "--region", "lab",
                 "--probe-rate", "20", "--probe-timeout", "1", "--iperf-interval", "2", "--iperf-duration", "2",
             ], prefix=lab.prefix(key))
             lab.track(agent.process)
@@ -77,7 +77,7 @@ def test_shaped_bandwidth_and_random_loss_reach_the_stored_topology(prometheus_f
         prom = prometheus_factory(scrape_config(
             [ScrapeTarget(f"{lab.mgmt_ip[key]}:{PORT}", {"node": node(key)}) for key in KEYS], interval="1s"))
         started = time.time()
-        prom.wait_for_series("netaware_probe_packets_sent_total", minimum=6, timeout=20)
+        prom.wait_for_series("netaware_probe_loss_ratio", minimum=6, timeout=20)
         # every directed pair needs a bandwidth test; then let the probe counters run
         prom.wait_for_series("netaware_probe_bandwidth_bits_per_second", minimum=6, timeout=40)
         time.sleep(max(0.0, started + MEASURE_SECONDS - time.time()))

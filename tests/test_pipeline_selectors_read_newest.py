@@ -110,3 +110,28 @@ def test_latest_pair_values_over_pipeline_windows_uses_digests():
     with connection.cursor() as cursor:
         cursor.execute(_LATEST_SQL, ["rtt_p90", NOW - timedelta(minutes=10)])
         assert [row[:3] for row in cursor.fetchall()] == list(zip(got[0], got[1], got[2].tolist(), strict=True))
+
+
+def test_latest_pair_values_with_a_rotating_plan_reads_one_row_per_pair():
+    """Pairs come and go (a rotating probe plan): the newest window's pairs are exact, and a pair that
+    left the plan comes from PairLatest, at most LATEST_REFRESH_SECONDS older than its last sample."""
+    from apps.probes.models import PairLatest
+    from apps.probes.selectors import _LATEST_SQL, LATEST_REFRESH_SECONDS
+    from apps.probes.services import store_window
+
+    for minutes_ago in range(10, 0, -1):
+        pairs = [("a", "b")] + ([("c", "d")] if minutes_ago >= 6 else [])
+        store_window(ts=NOW - timedelta(minutes=minutes_ago), pairs={"rtt_p90": (
+            [s for s, _ in pairs], [t for _, t in pairs], np.full(len(pairs), 0.001 * (11 - minutes_ago)))})
+    # most windows wrote nothing to PairLatest: only rows more than the refresh interval apart
+    assert PairLatest.objects.count() == 2
+    got = latest_pair_values(series=["rtt_p90"], since=NOW - timedelta(minutes=30))["rtt_p90"]
+    assert (got[0], got[1]) == (["a", "c"], ["b", "d"])
+    assert got[2][0] == pytest.approx(0.010) and got[3][0] == (NOW - timedelta(minutes=1)).timestamp()
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(_LATEST_SQL, ["rtt_p90", NOW - timedelta(minutes=30)])
+        exact = {(s, t): (v, ts) for s, t, v, ts in cursor.fetchall()}
+    last_cd = exact[("c", "d")][1]
+    assert last_cd - LATEST_REFRESH_SECONDS <= got[3][1] <= last_cd

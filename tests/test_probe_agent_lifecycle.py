@@ -13,7 +13,7 @@ import requests
 
 from apps.probes.agent import ConfigError, parse_peers, peers_from_api
 from apps.probes.agent_iperf import parse_iperf3_json
-from tests.support.agents import ROOT, start_agent
+from tests.support.agents import ROOT, start_agent, viewer_token
 from tests.support.prometheus import free_port
 
 
@@ -28,6 +28,15 @@ from tests.support.prometheus import free_port
         (["--node", "a"], {"PROBE_RATE": "fast"}, "PROBE_RATE"),
         (["--node", "a"], {"METRICS_PORT": "abc"}, "METRICS_PORT"),
         (["--node", "a"], {"IPERF_PORT": "70000"}, "IPERF_PORT"),
+        (["--node", "a", "--bind", "127.0.0.1"], {"NETAWARE_PROBE_SECRET": "short"}, "NETAWARE_PROBE_SECRET: at least"),
+        (["--node", "a", "--bind", "127.0.0.1"], {}, "NETAWARE_PROBE_SECRET (or NETAWARE_PROBE_SECRET_FILE)"),
+        (["--node", "a", "--bind", "127.0.0.1"], {"NETAWARE_PROBE_SECRET_FILE": "/nonexistent"},
+         "NETAWARE_PROBE_SECRET_FILE: cannot read"),
+        (["--node", "a"], {"NETAWARE_PROBE_SECRET": "x" * 32}, "PROBE_BIND/--bind (or NODE_IP)"),
+        (["--node", "a", "--bind", "127.0.0.1", "--max-peers", "-2"], {"NETAWARE_PROBE_SECRET": "x" * 32},
+         "--max-peers"),
+        (["--node", "a", "--bind", "127.0.0.1", "--rtt-export", "summary"], {"NETAWARE_PROBE_SECRET": "x" * 32},
+         "PROBE_RTT_EXPORT/--rtt-export"),
     ],
 )
 def test_bad_configuration_exits_2_naming_the_setting(args, env, message) -> None:
@@ -84,10 +93,12 @@ def child_pids(pid: int) -> set[int]:
 
 
 def is_iperf3(pid: int) -> bool:
+    """An iperf3 *server* child (the agent also starts short-lived ``iperf3 -c`` clients for its tests)."""
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"iperf3")
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
+    return argv[0].endswith(b"iperf3") and b"-s" in argv
 
 
 @pytest.mark.slow
@@ -106,7 +117,8 @@ def test_discovers_peers_from_the_api_restarts_iperf3_and_stops_on_sigterm(live_
             "--bind", "127.0.0.2", "--metrics-port", str(port), "--iperf-port", str(free_port())])
         agent = start_agent("pa-self", f"http://127.0.0.3:{port}", [
             "--bind", "127.0.0.3", "--metrics-port", str(port), "--iperf-port", str(free_port()),
-            "--netaware-url", live_server.url, "--discovery-interval", "1", "--probe-rate", "10"])
+            "--netaware-url", live_server.url, "--discovery-interval", "1", "--probe-rate", "10",
+            "--rtt-export", "histogram"], env={"NETAWARE_API_TOKEN": viewer_token()})
         healthz = lambda: requests.get(f"{agent.url}/healthz", timeout=5).json()["peers"]  # noqa: E731
         assert wait_for(lambda: healthz() == ["pa-ghost", "pa-peer"]), agent.log()
         assert wait_for(lambda: (agent.value("netaware_probe_packets_received_total",

@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-import requests
 
-from tests.support.agents import start_agent
+from tests.support.agents import signed, start_agent
 from tests.support.prometheus import free_port
 
 
@@ -32,7 +31,7 @@ def test_three_agents_measure_rtt_loss_and_bandwidth(agents) -> None:
         agents.append(start_agent(name, f"http://127.0.0.1:{port}", [
             "--bind", "127.0.0.1", "--metrics-port", str(port), "--iperf-port", str(iperf_port),
             "--peers", peers, "--probe-rate", "20", "--iperf-interval", "1", "--iperf-duration", "1",
-            "--zone", "z1", "--region", "r1",
+            "--zone", "z1", "--region", "r1", "--rtt-export", "histogram",
         ]))
     time.sleep(9)
     for agent in agents:
@@ -93,18 +92,18 @@ def test_lease_endpoint_grants_one_holder_at_a_time(agents) -> None:
         "--bind", "127.0.0.1", "--metrics-port", str(port), "--iperf-port", str(iperf_port)])
     agents.append(agent)
     lease_url = f"{agent.url}/iperf/lease"
-    first = requests.post(lease_url, json={"client": "x", "ttl": 5}, timeout=5)
+    first = signed("POST", lease_url, {"client": "x", "ttl": 5})
     assert first.status_code == 200
     token = first.json()["token"]
     assert first.json()["iperf_port"] == iperf_port
-    second = requests.post(lease_url, json={"client": "y", "ttl": 5}, timeout=5)
+    second = signed("POST", lease_url, {"client": "y", "ttl": 5})
     assert second.status_code == 409
     assert second.json()["holder"] == "x" and 0 < second.json()["retry_after"] <= 5
-    assert requests.delete(f"{lease_url}/not-the-token", timeout=5).status_code == 404
-    assert requests.delete(f"{lease_url}/{token}", timeout=5).status_code == 200
-    third = requests.post(lease_url, json={"client": "y", "ttl": 1}, timeout=5)
+    assert signed("DELETE", f"{lease_url}/not-the-token").status_code == 404
+    assert signed("DELETE", f"{lease_url}/{token}").status_code == 200
+    third = signed("POST", lease_url, {"client": "y", "ttl": 1})
     assert third.status_code == 200
     time.sleep(1.2)  # an unreleased lease expires by itself
-    assert requests.post(lease_url, json={"client": "z", "ttl": 1}, timeout=5).status_code == 200
-    bad = requests.post(lease_url, json={"client": "z", "ttl": "soon"}, timeout=5)
+    assert signed("POST", lease_url, {"client": "z", "ttl": 1}).status_code == 200
+    bad = signed("POST", lease_url, {"client": "z", "ttl": "soon"})
     assert bad.status_code == 400 and "ttl" in bad.json()

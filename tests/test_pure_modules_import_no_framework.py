@@ -13,12 +13,16 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PURE = [
     "apps.topology.topomath",
+    "apps.topology.freshness",
     "apps.appgroups.graph",
     "apps.appgroups.toposort",
+    "apps.appgroups.overlap",
     "apps.appgroups.resources",
     "apps.probes.scenario",
     "apps.probes.emulator",
     "apps.probes.agent",
+    "apps.probes.agent_auth",
+    "apps.probes.plan",
     "apps.scheduler.scoring.engine",
     "apps.scheduler.scoring.default_plugins",
     "apps.scheduler.evaluation",

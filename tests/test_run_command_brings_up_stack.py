@@ -1,7 +1,7 @@
 """The README's run command brings the whole stack up and the topology fills from measurements.
 
 Runs ``bash scripts/up.sh`` exactly as a user would (on its own ports, database, Redis db and state
-directory so it cannot disturb a running instance), then waits — as the issue's "done when" says, at
+directory so it cannot disturb a running instance: tests/support/stack.py), then waits — as the issue's "done when" says, at
 most three minutes — until ``GET /api/topology/`` shows every node of ``scenarios/paper-testbed.yaml``
 with latency, bandwidth and loss matching the scenario (p90 latency within 15 %). The emulator samples
 RTTs around the nominal value, so this proves the whole path: emulated probe metrics → Prometheus →
@@ -10,10 +10,8 @@ Celery beat/worker → Postgres → topology snapshot → API.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
+import re
+import stat
 import time
 from pathlib import Path
 
@@ -21,44 +19,29 @@ import pytest
 import requests
 
 from apps.probes.scenario import load_scenario
-from tests.support.prometheus import free_port
+from tests.support.stack import run_up, running_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def stack():
-    state = Path(tempfile.mkdtemp(prefix="netaware-up-"))
-    env = dict(os.environ)
-    web, prom, emu = free_port(), free_port(), free_port()
-    env.update(
-        NETAWARE_STATE_DIR=str(state),
-        NETAWARE_WEB_PORT=str(web),
-        NETAWARE_PROMETHEUS_PORT=str(prom),
-        NETAWARE_EMULATOR_PORT=str(emu),
-        NETAWARE_DB_NAME="netaware_e2e",
-        REDIS_URL="redis://127.0.0.1:6379/12",
-    )
-    env.pop("DATABASE_URL", None)
-    env.pop("PROMETHEUS_URL", None)
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    subprocess.run(["redis-cli", "-n", "12", "flushdb"], check=False, capture_output=True)
-    subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-qc", "drop database if exists netaware_e2e"],
-                   check=False, capture_output=True)
-    try:
-        started = subprocess.run(["bash", str(ROOT / "scripts" / "up.sh")], env=env, cwd=ROOT,
-                                 capture_output=True, text=True, timeout=300)
-        yield {"web": f"http://127.0.0.1:{web}", "result": started, "state": state}
-    finally:
-        subprocess.run(["bash", str(ROOT / "scripts" / "up.sh"), "stop"], env=env, cwd=ROOT,
-                       capture_output=True, timeout=120)
-        logs = state / "log"
-        if logs.exists():
-            for log in sorted(logs.glob("*.log")):
-                print(f"--- {log.name} (tail) ---")
-                print("\n".join(log.read_text(errors="replace").splitlines()[-15:]))
-        shutil.rmtree(state, ignore_errors=True)
+    with running_stack("e2e") as running:
+        yield {"web": running.web, "result": running.result, "state": running.state, "env": running.env}
+
+
+def admin_session(stack, secret: str | None = None) -> requests.Session | None:
+    """A browser-like session logged in as the admin up.sh created (None when the login fails)."""
+    password = secret if secret is not None else (stack["state"] / "secrets" / "admin-password").read_text().strip()
+    session = requests.Session()
+    page = session.get(f"{stack['web']}/admin/login/", timeout=10)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+    answer = session.post(f"{stack['web']}/admin/login/?next=/admin/", timeout=10,
+                          data={"username": "admin", "password": password, "csrfmiddlewaretoken": token,
+                                "next": "/admin/"},
+                          headers={"Referer": f"{stack['web']}/admin/login/"})
+    return session if answer.ok and answer.url.endswith("/admin/") and "logout" in answer.text.lower() else None
 
 
 def test_up_brings_stack_up_and_topology_matches_scenario(stack):
@@ -108,10 +91,13 @@ def test_up_brings_stack_up_and_topology_matches_scenario(stack):
         return problems
 
     # The issue's promise: within 3 minutes of start-up the topology shows every node and matches.
+    assert requests.get(f"{stack['web']}/api/topology/", timeout=5).status_code in (401, 403)  # anonymous
+    session = admin_session(stack)
+    assert session is not None
     deadline = time.monotonic() + 180
     problems: list[str] = ["no topology served yet"]
     while time.monotonic() < deadline:
-        response = requests.get(f"{stack['web']}/api/topology/", timeout=5)
+        response = session.get(f"{stack['web']}/api/topology/", timeout=5)
         if response.ok:
             body = response.json()
             assert set(body["spec"]["latency"]) <= set(names)
@@ -121,5 +107,52 @@ def test_up_brings_stack_up_and_topology_matches_scenario(stack):
         time.sleep(5)
     assert not problems, f"{len(problems)} mismatches after 3 minutes, e.g. {problems[:10]}"
     assert set(body["spec"]["latency"]) == set(names)
-    dashboard = requests.get(f"{stack['web']}/", timeout=5)
+    dashboard = session.get(f"{stack['web']}/", timeout=5)
     assert dashboard.ok and b"Network topology" in dashboard.content
+
+    # The main job, visible: the run command's rollout schedules Online Boutique into the demo cluster
+    # through the extender; the pods land network-aware and the dashboard shows the placements.
+    rollout = run_up(stack["env"], "rollout", "--seed", "2")
+    assert rollout.returncode == 0, rollout.stdout + rollout.stderr
+    assert "scheduled 11/11 pods of default/online-boutique" in rollout.stdout, rollout.stdout
+    ours, theirs = map(float, re.search(r"netaware ([\d.]+) vs kube-scheduler's default profile ([\d.]+)",
+                                        rollout.stdout).groups())
+    assert ours > theirs + 20, rollout.stdout
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the extender writes placements in batches
+        placed = session.get(f"{stack['web']}/api/appgroup-placements/", timeout=5).json()
+        if placed.get("count", 0) >= 11:
+            break
+        time.sleep(1)
+    assert placed["count"] >= 11, placed
+
+
+def test_up_runs_with_auth_on_and_prints_a_working_admin_login(stack):
+    result = stack["result"]
+    assert result.returncode == 0, result.stdout + result.stderr
+    login_line = next(line for line in result.stdout.splitlines() if line.strip().startswith("Log in"))
+    assert f"{stack['web']}/admin/login/" in login_line or f"{stack['web']}/login/" in login_line
+    password_file = stack["state"] / "secrets" / "admin-password"
+    assert str(password_file) in login_line and "as admin" in login_line
+    assert stat.S_IMODE(password_file.stat().st_mode) == 0o600
+    password = password_file.read_text().strip()
+    assert len(password) >= 20 and password not in result.stdout + result.stderr
+
+    # Authentication is on: an anonymous write is refused; no debug pages either.
+    assert requests.post(f"{stack['web']}/api/appgroups/", json={}, timeout=10).status_code in (401, 403)
+    anonymous = requests.get(f"{stack['web']}/no-such-page/", timeout=10, allow_redirects=False)
+    assert anonymous.status_code == 302 and "/login/" in anonymous.headers["Location"]  # pages need a login
+    missing = admin_session(stack).get(f"{stack['web']}/no-such-page/", timeout=10)
+    assert missing.status_code == 404 and "URLconf" not in missing.text
+
+    def log_in(secret: str) -> bool:
+        return admin_session(stack, secret) is not None
+
+    assert log_in(password)
+    assert not log_in(password + "x")
+
+    # Running the command again changes nothing: same password, nothing restarted.
+    again = run_up(stack["env"])
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "already running" in again.stdout
+    assert password_file.read_text().strip() == password and log_in(password)

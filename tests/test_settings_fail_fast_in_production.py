@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCTION = {
     "NETAWARE_ENV": "production",
-    "SECRET_KEY": "s3cret-for-the-test",
+    "SECRET_KEY": "t9Xq2LrV8mZpK4wN7bYc1HsJ5fGd3QaE6uRo0TkW8yPi2MnB4vCx",  # 52 random-looking chars
     "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/netaware_lead_check",
     "REDIS_URL": "redis://127.0.0.1:6379/0",
     "PROMETHEUS_URL": "http://127.0.0.1:9090",
@@ -45,13 +45,13 @@ def test_missing_production_setting_is_named(missing):
 
 def test_secret_from_file(tmp_path):
     secret = tmp_path / "secret"
-    secret.write_text("from-a-file\n")
+    secret.write_text("from-a-file-" + "k3Yq9ZrW" * 6 + "\n")
     env = {k: v for k, v in PRODUCTION.items() if k != "SECRET_KEY"} | {"SECRET_KEY_FILE": str(secret)}
     code = "from django.conf import settings; print(settings.SECRET_KEY)"
     result = subprocess.run([sys.executable, "manage.py", "shell", "--no-imports", "-c", code], cwd=ROOT, capture_output=True,
                             text=True, timeout=60, env={**os.environ, **env})
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "from-a-file"
+    assert result.stdout.strip() == "from-a-file-" + "k3Yq9ZrW" * 6
 
 
 def test_empty_secret_file_counts_as_missing(tmp_path):

@@ -11,13 +11,13 @@ import pytest
 from django.core.management import call_command
 
 from apps.appgroups.models import Placement
+from apps.demo.kubeapi import FakeKube
 from apps.scheduler import selectors
 from apps.scheduler.management.commands.watch_cluster import ClusterWatcher
 from apps.scheduler.models import ObservedPod
 from apps.topology.models import Node
 from netaware_site import kube as kube_client
 from tests.support.extender_wire import save_boutique, use_extender_test_settings
-from tests.support.fake_kube import FakeKube
 
 
 @pytest.fixture

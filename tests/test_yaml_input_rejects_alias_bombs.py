@@ -80,7 +80,7 @@ def test_topology_import_answers_a_short_400(client):
 @pytest.mark.django_db
 @pytest.mark.parametrize("edit_existing", [True, False])
 def test_dashboard_yaml_editor_shows_a_form_error(client, edit_existing):
-    url = f"/appgroups/{seed_boutique().pk}/yaml" if edit_existing else "/appgroups/new"
+    url = f"/appgroups/{seed_boutique().pk}/yaml" if edit_existing else "/appgroups/import"
     before = AppGroup.objects.count()
     response = client.post(url, {"document": BOMB})
     assert response.status_code == 400

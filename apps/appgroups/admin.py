@@ -10,6 +10,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 
+from . import services
 from .models import AppGroup, AppGroupTombstone, Dependency, Placement, Workload
 
 
@@ -80,6 +81,25 @@ class AppGroupAdmin(admin.ModelAdmin):
         "updated_at",
     )
     inlines = (WorkloadInline, DependencyInline)
+
+    # The cluster sync hears of admin edits through the same services as every other path.
+    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+        obj._old_key = services.key_before_save(appgroup=obj) if change else None
+        obj._created = not change
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request, form, formsets, change):  # type: ignore[no-untyped-def]
+        super().save_related(request, form, formsets, change)
+        obj = form.instance
+        services.changed(appgroup=obj, old_key=getattr(obj, "_old_key", None), created=getattr(obj, "_created", False),
+                         notify_cluster=True)
+
+    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+        services.delete_appgroup(appgroup=obj)
+
+    def delete_queryset(self, request, queryset):  # type: ignore[no-untyped-def]
+        for appgroup in queryset:
+            services.delete_appgroup(appgroup=appgroup)
 
 
 class WorkloadDependencyInline(admin.TabularInline):

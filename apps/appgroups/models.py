@@ -15,7 +15,9 @@ from django.db.models import F, Q
 from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
-from . import quantity, validators
+from apps import quantity
+
+from . import validators
 from .choices import Origin, PlacementSource, TopologySortingAlgorithm
 
 MAX_NETWORK_COST = 10000  # scheduler-plugins' AppGroup CRD bound (maxNetworkCost maximum)
@@ -101,7 +103,7 @@ class AppGroupTombstone(models.Model):
 
     The sync deletes a managed CR only when a tombstone names it; a managed CR with neither a row nor
     a tombstone is imported instead, so an empty or restored database never deletes cluster data.
-    Recorded for every deletion path by the ``post_delete`` signal (signals.py), cleared by the
+    Recorded by every deletion path (``services.delete_appgroup``, which the admin calls too), cleared by the
     sync once the CR is gone (or kept by the cluster), and expired by the periodic resync after
     ``NETAWARE["APPGROUP_TOMBSTONE_RETENTION_DAYS"]``.
     """

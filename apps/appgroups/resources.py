@@ -24,7 +24,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from . import quantity, toposort, validators
+from apps import quantity
+
+from . import toposort, validators
 from .graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
 
 GROUP = "netaware.io"

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.db.models import Prefetch, QuerySet
 
-from . import quantity, resources
-from .graph import AppGroupSpec, DependencySpec, Sensitivity, WorkloadSpec
+from apps import quantity
+
+from . import resources
+from .graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
 from .models import AppGroup, Dependency, Placement, Workload
+
+
+@dataclass(frozen=True)
+class WorkloadClaim:
+    appgroup: str  # "namespace/name"
+    workload: str
 
 
 def appgroups_with_graph() -> QuerySet[AppGroup]:
@@ -110,3 +119,56 @@ def topology_order(*, appgroup: AppGroup, algorithm: str | None = None) -> list[
 
 def get_appgroup(*, namespace: str, name: str) -> AppGroup | None:
     return AppGroup.objects.filter(namespace=namespace, name=name).first()
+
+
+def workload_ids() -> dict[tuple[str, str, str], tuple[int, int]]:
+    """(AppGroup namespace, AppGroup name, workload) -> (AppGroup id, Workload id)."""
+    rows = Workload.objects.values_list("appgroup__namespace", "appgroup__name", "name", "appgroup_id", "id")
+    return {(ns, ag, wl): (ag_id, wl_id) for ns, ag, wl, ag_id, wl_id in rows}
+
+
+def namespace_selectors(*, namespace: str, exclude_pk: int | None = None) -> list[tuple[str, str, LabelSelector]]:
+    """(AppGroup "namespace/name", workload, selector) of every workload of the namespace's AppGroups."""
+    rows = (Workload.objects.filter(appgroup__namespace=namespace).exclude(appgroup_id=exclude_pk)
+            .order_by("appgroup__name", "position").values_list("appgroup__namespace", "appgroup__name", "name", "selector"))
+    return [(f"{ns}/{group}", name, resources.selector_from_mapping(selector or {})) for ns, group, name, selector in rows]
+
+
+def overlapping_appgroups() -> dict[str, list[str]]:
+    """AppGroup "namespace/name" -> sentences naming each overlap with another AppGroup (for flags;
+    writes from the dashboard and API are refused, but the cluster may hold such AppGroups)."""
+    from .overlap import common_pod
+
+    by_namespace: dict[str, list[tuple[str, str, LabelSelector]]] = {}
+    rows = Workload.objects.order_by("appgroup__namespace", "appgroup__name", "position").values_list(
+        "appgroup__namespace", "appgroup__name", "name", "selector")
+    for ns, group, name, selector in rows:
+        by_namespace.setdefault(ns, []).append((f"{ns}/{group}", name, resources.selector_from_mapping(selector or {})))
+    flags: dict[str, list[str]] = {}
+    for entries in by_namespace.values():
+        for i, (group_a, name_a, sel_a) in enumerate(entries):
+            for group_b, name_b, sel_b in entries[i + 1:]:
+                if group_a == group_b:
+                    continue
+                example = common_pod(sel_a, sel_b)
+                if example is None:
+                    continue
+                labels = ", ".join(f"{k}={v}" for k, v in sorted(example.items()))
+                flags.setdefault(group_a, []).append(f"workload {name_a} overlaps {group_b} workload {name_b} ({labels})")
+                flags.setdefault(group_b, []).append(f"workload {name_b} overlaps {group_a} workload {name_a} ({labels})")
+    return flags
+
+
+def claims_for_labels(*, namespace: str, labels: dict[str, str]) -> list[WorkloadClaim]:
+    """Every AppGroup workload (first matching per AppGroup, AppGroups by name) that claims a pod
+    with these labels; a pin label restricts the answer to the AppGroup it names."""
+    pin = labels.get(resources.APPGROUP_LABEL) or labels.get(resources.DIKTYO_APPGROUP_LABEL)
+    claims: list[WorkloadClaim] = []
+    seen: set[str] = set()
+    for group, name, selector in namespace_selectors(namespace=namespace):
+        if group in seen or (pin and group != (pin if "/" in pin else f"{namespace}/{pin}")):
+            continue
+        if selector.matches(labels):
+            seen.add(group)
+            claims.append(WorkloadClaim(appgroup=group, workload=name))
+    return claims

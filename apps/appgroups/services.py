@@ -4,26 +4,41 @@ Every write of a whole graph goes through ``save_appgroup``: it replaces the wor
 dependencies of one AppGroup atomically and validates every row with ``full_clean()`` — the same
 rules as the admin and the forms. Errors come back as ``AppGroupValidationError.errors``, a dict of
 field paths in the API's shape (``workloads[1].dependencies[0].target``) to messages.
+
+Every write also tells the cluster sync, explicitly (``notify_cluster``; the sync loop's own writes
+pass False): a deletion records a tombstone (``AppGroupTombstone``: the only thing that lets the sync
+delete a managed CR, so an empty or restored database never deletes cluster data), a rename records
+one for the old name, a row created under a tombstoned name supersedes it, and after the commit a
+worker is asked to reconcile the key now (``request_sync``). The admin calls the same functions.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from celery import current_app
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import quantity, resources, signals, validators
+from apps import quantity
+from netaware_site import kube
+
+from . import resources, validators
 from .choices import Origin, PlacementSource
 from .graph import AppGroupSpec, LabelSelector
-from .models import AppGroup, Dependency, Placement, Workload
+from .models import AppGroup, AppGroupTombstone, Dependency, Placement, Workload
 
 logger = logging.getLogger(__name__)
 
 DESCRIPTION_ANNOTATION = "netaware.io/description"
+DIKTYO_RV_PREFIX = "diktyo:"  # resource_version of a read-only scheduler-plugins import: no CR of ours
+# A queued per-AppGroup sync older than this is redundant: the periodic resync (every 60 s) has
+# covered it. Expiring it keeps a worker that comes back after an outage from replaying a backlog.
+SYNC_TASK_EXPIRES = 300
+SYNC_TASK = "apps.appgroups.tasks.sync_appgroup"
 
 
 class AppGroupValidationError(ValueError):
@@ -65,7 +80,7 @@ def save_appgroup(
     name so their placements survive edits; dependencies are rewritten. ``create_only`` refuses
     to replace an existing AppGroup of the same namespace/name (API POST).
 
-    After the commit a worker applies the change to the cluster (signals.py); the sync loop passes
+    After the commit a worker applies the change to the cluster (``changed``); the sync loop passes
     ``notify_cluster=False`` for changes that come from the cluster.
     """
     if origin not in Origin.values:
@@ -84,18 +99,20 @@ def save_appgroup(
     else:
         appgroup = AppGroup.objects.select_for_update().get(pk=appgroup.pk)
         appgroup.namespace, appgroup.name = spec.namespace, spec.name
+    old_key = key_before_save(appgroup=appgroup)
     appgroup.topology_sorting_algorithm = spec.topology_sorting_algorithm
     appgroup.origin = origin
     if description is not None:
         appgroup.description = description
     appgroup.spec_hash = resources.spec_hash(spec)
-    setattr(appgroup, signals.NOTIFY_ATTR, notify_cluster)
     try:
         appgroup.full_clean()
     except ValidationError as exc:
         _collect(errors, "", exc)
         raise AppGroupValidationError(errors) from None
+    created = appgroup.pk is None
     appgroup.save()
+    changed(appgroup=appgroup, old_key=old_key, created=created, notify_cluster=notify_cluster)
 
     seen: dict[str, int] = {}
     for index, workload_spec in enumerate(spec.workloads):
@@ -187,7 +204,35 @@ def save_appgroup(
             dependency.save()
     if errors:
         raise AppGroupValidationError(errors)
+    if origin == Origin.NETAWARE:  # last: the graph's own errors come first; raising rolls everything back
+        _refuse_overlaps(spec=spec, appgroup=appgroup)
     return appgroup
+
+
+def _refuse_overlaps(*, spec: AppGroupSpec, appgroup: AppGroup) -> None:
+    """Refuse workloads whose selector can claim a pod another AppGroup of the namespace claims.
+
+    Such a pod would silently belong to whichever AppGroup comes first by name. Writes from the
+    cluster (the sync loop) are accepted as they are, so the cluster's state is never lost; the
+    dashboard flags them (selectors.overlapping_appgroups).
+    """
+    from .overlap import overlaps
+    from .selectors import namespace_selectors
+
+    others = namespace_selectors(namespace=spec.namespace, exclude_pk=appgroup.pk)
+    found = overlaps([(w.name, w.selector) for w in spec.workloads], others)
+    if not found:
+        return
+    index = {w.name: i for i, w in enumerate(spec.workloads)}
+    errors: dict[str, list[str]] = {}
+    for o in found:
+        example = ", ".join(f"{k}={v}" for k, v in sorted(o.example.items()))
+        errors.setdefault(f"workloads[{index[o.workload]}].selector", []).append(
+            f"overlaps workload {validators.short(o.other_workload)} of AppGroup {o.other_appgroup}: a pod labelled "
+            f"{example} would match both, and only the first AppGroup by name would get it. Narrow the selector, "
+            f"or select on the label {resources.APPGROUP_LABEL}={spec.name} that the pods carry."
+        )
+    raise AppGroupValidationError(errors)
 
 
 def upsert_appgroup_from_spec(*, spec: AppGroupSpec, origin: str, notify_cluster: bool = True) -> AppGroup:
@@ -207,6 +252,18 @@ def import_resource(*, document: Mapping[str, Any], origin: str = Origin.NETAWAR
     )
 
 
+def validate_resource(*, document: Mapping[str, Any], appgroup: AppGroup | None = None) -> AppGroupSpec:
+    """Check a resource document exactly as saving it would (parser, models, overlaps), then roll
+    back: the editor's validation as you type uses the same rules as the API, from one source.
+    Raises ResourceError or AppGroupValidationError; writes nothing and notifies nobody."""
+    spec = resources.spec_from_resource(document)
+    with transaction.atomic():
+        save_appgroup(spec=spec, origin=Origin.NETAWARE, appgroup=appgroup, create_only=appgroup is None,
+                      notify_cluster=False)
+        transaction.set_rollback(True)
+    return spec
+
+
 def export_resource(*, appgroup: AppGroup, flavor: resources.Flavor = "netaware") -> dict[str, Any]:
     """The AppGroup as a resource document (our CR or the scheduler-plugins CR), without status."""
     from .selectors import appgroup_spec
@@ -221,8 +278,76 @@ def delete_appgroup(*, appgroup: AppGroup, notify_cluster: bool = True) -> None:
     """Delete the row. A deliberate deletion (``notify_cluster``) leaves a tombstone that lets the
     sync delete the managed CR, and enqueues that sync; the sync loop itself passes False when the
     cluster deleted the object first."""
-    setattr(appgroup, signals.NOTIFY_ATTR, notify_cluster)
-    appgroup.delete()
+    namespace, name = appgroup.namespace, appgroup.name
+    resource_version, resource_uid = appgroup.resource_version, appgroup.resource_uid
+    with transaction.atomic():
+        appgroup.delete()
+        if notify_cluster:
+            record_tombstone(namespace=namespace, name=name, resource_version=resource_version,
+                             resource_uid=resource_uid)
+            request_sync(namespace=namespace, name=name)
+
+
+# --- telling the cluster sync ---------------------------------------------------------------------
+
+OldKey = tuple[str, str, str, str]  # namespace, name, resource_version, resource_uid
+
+
+def key_before_save(*, appgroup: AppGroup) -> OldKey | None:
+    """The stored key of a row about to be saved when the save renames it (None otherwise); the row
+    forgets its resource version and UID then: under its new name it has never been synced."""
+    if appgroup.pk is None:
+        return None
+    old = (AppGroup.objects.filter(pk=appgroup.pk)
+           .values_list("namespace", "name", "resource_version", "resource_uid").first())
+    if old is None or (old[0], old[1]) == (appgroup.namespace, appgroup.name):
+        return None
+    appgroup.resource_version = ""
+    appgroup.resource_uid = ""
+    return old
+
+
+def changed(*, appgroup: AppGroup, old_key: OldKey | None, created: bool, notify_cluster: bool) -> None:
+    """After a saved row (services, admin): tombstones for a rename, superseded tombstones, syncs."""
+    if created or old_key is not None:
+        AppGroupTombstone.objects.filter(namespace=appgroup.namespace, name=appgroup.name).delete()
+    if old_key is not None:
+        namespace, name, resource_version, resource_uid = old_key
+        record_tombstone(namespace=namespace, name=name, resource_version=resource_version,
+                         resource_uid=resource_uid)
+        if notify_cluster:
+            request_sync(namespace=namespace, name=name)
+    if notify_cluster:
+        request_sync(namespace=appgroup.namespace, name=appgroup.name)
+
+
+def record_tombstone(*, namespace: str, name: str, resource_version: str = "", resource_uid: str = "") -> None:
+    if resource_version.startswith(DIKTYO_RV_PREFIX):
+        return
+    AppGroupTombstone.objects.update_or_create(
+        namespace=namespace, name=name,
+        defaults={"resource_version": resource_version, "resource_uid": resource_uid, "deleted_at": timezone.now()},
+    )
+
+
+def request_sync(*, namespace: str, name: str) -> None:
+    """Ask a worker to reconcile one AppGroup once the current transaction commits (by task name:
+    the task module imports the sync, which writes through these services).
+
+    Skipped without a Kubernetes API; a broker that is down is logged, never raised: the edit is
+    saved and the periodic resync applies it anyway."""
+    if not kube.configured():
+        return
+
+    def send() -> None:
+        try:
+            # retry=False: with the broker down, fail at once instead of stalling the request.
+            current_app.send_task(SYNC_TASK, (namespace, name), retry=False, expires=SYNC_TASK_EXPIRES)
+        except Exception as exc:
+            logger.warning("could not enqueue the sync of AppGroup %s/%s (the periodic resync will apply it): %s",
+                           namespace, name, exc)
+
+    transaction.on_commit(send, robust=True)
 
 
 def _find_workload(*, pod_namespace: str, labels: Mapping[str, str]) -> Workload | None:
@@ -245,6 +370,25 @@ def _find_workload(*, pod_namespace: str, labels: Mapping[str, str]) -> Workload
                 if workload.name == diktyo_workload:
                     return workload
     return None
+
+
+def record_placements(*, rows: Sequence[tuple[str, str, str, str, int, int]], source: str) -> int:
+    """Upsert many placements in one statement: rows of (pod namespace, pod name, pod UID, node,
+    AppGroup id, Workload id) whose workload the caller already resolved (the extender's batches).
+    A pod that moves gets a new ``bound_at``; returns the number of rows written."""
+    if source not in PlacementSource.values:
+        raise ValueError(f"source must be one of {', '.join(PlacementSource.values)} (got {validators.short(source)})")
+    if not rows:
+        return 0
+    now = timezone.now()
+    latest = {(ns, name): (ns, name, uid, node, ag, wl) for ns, name, uid, node, ag, wl in rows}
+    Placement.objects.bulk_create(
+        [Placement(pod_namespace=ns, pod_name=name, pod_uid=uid, node_name=node, appgroup_id=ag, workload_id=wl,
+                   source=source, bound_at=now) for ns, name, uid, node, ag, wl in latest.values()],
+        update_conflicts=True, unique_fields=["pod_namespace", "pod_name"],
+        update_fields=["pod_uid", "node_name", "appgroup", "workload", "source", "bound_at", "updated_at"],
+    )
+    return len(latest)
 
 
 def record_placement(

@@ -28,7 +28,6 @@ import hashlib
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -39,11 +38,11 @@ from django.core.cache import cache
 from django.db import close_old_connections, connection
 from django.utils import timezone
 from kubernetes import client as k8s
-from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 
-from netaware_site import kube
+from netaware_site import kube, metrics
+from netaware_site.informer import ListWatch
 
 from . import resources, selectors, services
 from .choices import Origin
@@ -61,7 +60,7 @@ DIKTYO_VERSION = "v1alpha1"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "netaware"
 SYNCED_HASH_ANNOTATION = "netaware.io/last-synced-spec-hash"
-DIKTYO_RV_PREFIX = "diktyo:"  # AppGroup.resource_version of a read-only diktyo import
+DIKTYO_RV_PREFIX = services.DIKTYO_RV_PREFIX
 EVENT_SOURCE = "netaware-appgroup-sync"
 ISSUES_CACHE_KEY = "appgroups:sync:issues"
 CONFLICT_PREFIX = "conflict: "
@@ -463,6 +462,7 @@ def _reconcile_once(
         )
         log.warning("%s", message)
         report.conflicts.append(_label(key))
+        metrics.increment("netaware_sync_conflicts_total")
         _mark_synced(appgroup, rv=rv, error=message)
         _event(cr, reason="SyncConflict", message=message[:1024])
     cr = _put(lambda: _write_annotation(cr, cluster_hash))
@@ -712,66 +712,23 @@ def _watch_loop(
     resync_seconds: float,
     on_pass: Callable[[SyncReport], None] | None,
 ) -> None:
-    failures = 0
-    rv = ""
-    last_pass = 0.0
-    current: list[k8s_watch.Watch] = []
-
-    def interrupt() -> None:  # stop promptly (SIGTERM) instead of waiting for the watch to time out
-        stop.wait()
-        for open_stream in list(current):
-            open_stream.stop()
-
-    threading.Thread(target=interrupt, name="appgroup-watch-stop", daemon=True).start()
-    while not stop.is_set():
+    def full_pass() -> str:
         close_old_connections()
-        if not rv or time.monotonic() - last_pass >= resync_seconds:
-            report = sync_once()
-            last_pass = time.monotonic()
-            if on_pass:
-                on_pass(report)
-            if not report.resource_version:
-                failures += 1
-                stop.wait(kube.backoff_delay(failures, base_delay=0.5, max_delay=30.0) + 0.1)
-                continue
-            rv = report.resource_version
-        stream = k8s_watch.Watch()
-        current[:] = [stream]
-        try:
-            for event in stream.stream(
-                kube.custom_objects().list_cluster_custom_object,
-                GROUP,
-                VERSION,
-                PLURAL,
-                resource_version=rv,
-                timeout_seconds=watch_timeout,
-                _request_timeout=(kube.REQUEST_TIMEOUT[0], watch_timeout + 10),
-            ):
-                obj = event.get("raw_object") or {}
-                meta = obj.get("metadata") or {}
-                rv = str(meta.get("resourceVersion") or rv)
-                key = (meta.get("namespace", ""), meta.get("name", ""))
-                if event["type"] == "DELETED":
-                    reconcile(key, cr=None, fetched=True)
-                elif event["type"] in {"ADDED", "MODIFIED"}:
-                    reconcile(key, cr=obj, fetched=True)
-                if stop.is_set():
-                    break
-            failures = 0  # a watch that ran to its timeout: resume from rv without re-listing
-        except ApiException as exc:
-            if exc.status == 410:
-                log.info("AppGroup watch expired (%s): re-listing", kube.describe(exc))
-            else:
-                failures += 1
-                log.warning("AppGroup watch failed: %s", kube.describe(exc))
-            rv = ""
-        except Exception as exc:
-            if stop.is_set():
-                break
-            failures += 1
-            log.warning("AppGroup watch interrupted: %s", kube.describe(exc))
-            rv = ""
-        finally:
-            current.clear()
-        if failures:
-            stop.wait(kube.backoff_delay(failures, base_delay=0.5, max_delay=30.0))
+        report = sync_once()
+        if on_pass:
+            on_pass(report)
+        if not report.resource_version:  # the list failed: back off and try again
+            raise RuntimeError(f"AppGroup sync pass could not list the cluster: {report.summary()}")
+        return report.resource_version
+
+    def on_event(etype: str, obj: dict[str, Any]) -> None:
+        close_old_connections()
+        meta = obj.get("metadata") or {}
+        key = (meta.get("namespace", ""), meta.get("name", ""))
+        if etype == "DELETED":
+            reconcile(key, cr=None, fetched=True)
+        elif etype in {"ADDED", "MODIFIED"}:
+            reconcile(key, cr=obj, fetched=True)
+
+    ListWatch(f"/apis/{GROUP}/{VERSION}/{PLURAL}", list_with=full_pass, on_event=on_event, stop=stop,
+              watch_timeout=watch_timeout, resync_seconds=resync_seconds).run()

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from .models import NodeRollup, NodeSample, PairRollup, PairSample, PullWatermark, WindowDigest
+from .models import NodeRollup, NodeSample, PairLatest, PairRollup, PairSample, PullWatermark, WindowDigest
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -63,3 +63,11 @@ class WindowDigestAdmin(ReadOnlyAdmin):
     list_filter = ("series",)
     search_fields = ("series",)
     date_hierarchy = "ts"
+
+
+@admin.register(PairLatest)
+class PairLatestAdmin(ReadOnlyAdmin):
+    list_display = ("series", "source", "target", "ts", "value")
+    list_filter = ("series",)
+    search_fields = ("source", "target")
+    show_full_result_count = False

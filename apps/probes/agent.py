@@ -30,8 +30,9 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import (
@@ -42,9 +43,19 @@ from prometheus_client import (
     ProcessCollector,
     disable_created_metrics,
 )
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-from apps.probes import metrics
+from apps.probes import metrics, plan
+from apps.probes.agent_auth import (
+    DATE_HEADER,
+    NONCE_HEADER,
+    PacketMac,
+    RequestVerifier,
+    SecretError,
+    load_secret,
+)
+from apps.probes.agent_auth import PACKET_MAC_BYTES as PACKET_TAG_BYTES
 from apps.probes.agent_iperf import (
     LEASE_GRACE_SECONDS,
     MAX_TEST_SECONDS,
@@ -59,10 +70,12 @@ from apps.probes.agent_iperf import (
 log = logging.getLogger("netaware.agent")
 
 DEFAULT_PORT = 9105
-# magic, kind (1 request, 2 reply), sequence number, sender's perf_counter_ns at send time
+# magic, kind (1 request, 2 reply), sequence number, sender's perf_counter_ns at send time; then an
+# 8-byte HMAC tag over these 15 bytes (agent_auth.PacketMac)
 _PACKET = struct.Struct("!2sBIQ")
 _MAGIC = b"NA"
 _REQUEST, _REPLY = 1, 2
+AUTH_HEADERS = ("Authorization", DATE_HEADER, NONCE_HEADER)
 _NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
@@ -75,6 +88,8 @@ class Peer:
     name: str
     host: str
     port: int  # the peer agent's port: TCP for /metrics + lease, UDP for echo
+    zone: str = ""  # placement, for the fan-out plan (apps/probes/plan.py)
+    region: str = ""
 
     @property
     def base_url(self) -> str:
@@ -101,14 +116,16 @@ def _split_host_port(text: str, default_port: int, where: str) -> tuple[str, int
 
 
 def parse_peers(spec: str, *, default_port: int = DEFAULT_PORT, where: str = "PEERS") -> dict[str, Peer]:
-    """``"name=ip[:port],..."`` to peers by name."""
+    """``"name=ip[:port][@zone[/region]],..."`` to peers by name."""
     peers: dict[str, Peer] = {}
     for i, entry in enumerate(item for item in spec.replace(";", ",").split(",") if item.strip()):
         name, sep, address = entry.strip().partition("=")
         if not sep or not _NAME_RE.match(name.strip()):
-            raise ConfigError(f"{where}[{i}]: {entry.strip()!r} is not name=ip[:port]")
+            raise ConfigError(f"{where}[{i}]: {entry.strip()!r} is not name=ip[:port][@zone[/region]]")
+        address, _, placement = address.partition("@")
+        zone, _, region = placement.partition("/")
         host, port = _split_host_port(address, default_port, f"{where}[{i}]")
-        peers[name.strip()] = Peer(name.strip(), host, port)
+        peers[name.strip()] = Peer(name.strip(), host, port, zone.strip(), region.strip())
     return peers
 
 
@@ -129,17 +146,22 @@ def peers_from_api(payload: Any, *, default_port: int) -> dict[str, Peer]:
             host, port = _split_host_port(address, int(port), "address")
         except (ConfigError, ValueError):
             continue
-        peers[name] = Peer(name, host, port)
+        zone, region = item.get("zone"), item.get("region")
+        peers[name] = Peer(name, host, port, zone if isinstance(zone, str) else "",
+                           region if isinstance(region, str) else "")
     return peers
 
 
-def fetch_api_peers(url: str, *, default_port: int, timeout: float = 5.0) -> dict[str, Peer]:
-    """All pages of ``{url}/api/nodes/``."""
+def fetch_api_peers(url: str, *, default_port: int, timeout: float = 5.0, token: str = "") -> dict[str, Peer]:
+    """All pages of ``{url}/api/nodes/`` (with ``Authorization: Bearer <token>`` when given)."""
     peers: dict[str, Peer] = {}
     next_url: str | None = url.rstrip("/") + "/api/nodes/"
     pages = 0
+    headers = {"Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     while next_url and pages < 100:
-        req = urllib.request.Request(next_url, headers={"Accept": "application/json"})
+        req = urllib.request.Request(next_url, headers=headers)
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             payload = json.loads(resp.read())
         peers.update(peers_from_api(payload, default_port=default_port))
@@ -166,6 +188,12 @@ class Config:
     iperf_binary: str
     iperf_enabled: bool
     discovery_interval: float
+    secret: bytes
+    api_token: str = ""
+    rtt_export: str = metrics.EXPORT_QUANTILES
+    quantile_window: float = 300.0
+    fanout: plan.PlanSettings = field(default_factory=plan.PlanSettings)
+    bandwidth_peers: int = plan.DEFAULT_BANDWIDTH_PEERS
 
 
 def _env_float(env: Mapping[str, str], key: str, default: float) -> float:
@@ -191,6 +219,26 @@ def _env_port(env: Mapping[str, str], key: str, default: int) -> int:
     return port
 
 
+def _env_int(env: Mapping[str, str], key: str, default: int) -> int:
+    raw = env.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{key}: {raw!r} is not an integer") from None
+
+
+def _read_token(env: Mapping[str, str]) -> str:
+    path = env.get("NETAWARE_API_TOKEN_FILE", "")
+    if path:
+        try:
+            return Path(path).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(f"NETAWARE_API_TOKEN_FILE: cannot read {path!r}: {exc.strerror}") from None
+    return env.get("NETAWARE_API_TOKEN", "").strip()
+
+
 def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m apps.probes.agent", description=__doc__.splitlines()[0])
     p.add_argument("--node", default=env.get("NODE_NAME"), help="this node's name [NODE_NAME]")
@@ -199,7 +247,8 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     p.add_argument("--peers", default=env.get("PEERS", ""), help="static peers name=ip[:port],... [PEERS]")
     p.add_argument("--netaware-url", default=env.get("NETAWARE_URL"),
                    help="discover peers from GET <url>/api/nodes/ [NETAWARE_URL]")
-    p.add_argument("--bind", default=env.get("PROBE_BIND", "0.0.0.0"), help="listen address [PROBE_BIND]")
+    p.add_argument("--bind", default=env.get("PROBE_BIND") or env.get("NODE_IP") or "",
+                   help="the one address to listen on: the node's IP [PROBE_BIND, else NODE_IP; required]")
     p.add_argument("--metrics-port", type=int, default=_env_port(env, "METRICS_PORT", DEFAULT_PORT),
                    help="TCP port of /metrics and /iperf/lease, and UDP port of the echo responder "
                         "[METRICS_PORT, default 9105]")
@@ -217,6 +266,21 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     p.add_argument("--no-iperf", action="store_true", help="no bandwidth tests and no iperf3 server")
     p.add_argument("--discovery-interval", type=float, default=_env_float(env, "DISCOVERY_INTERVAL", 60.0),
                    help="seconds between peer refreshes from the netaware API [default 60]")
+    p.add_argument("--rtt-export", default=env.get("PROBE_RTT_EXPORT", metrics.EXPORT_QUANTILES),
+                   help="quantiles: per pair p50/p90/p99 and loss over --quantile-window (4 series); histogram: "
+                        "the full RTT histogram and packet counters (45 series) [PROBE_RTT_EXPORT, default quantiles]")
+    p.add_argument("--quantile-window", type=float, default=_env_float(env, "PROBE_QUANTILE_WINDOW", 300.0),
+                   help="seconds of probes behind the exported quantiles and loss [PROBE_QUANTILE_WINDOW, default 300]")
+    p.add_argument("--max-peers", type=int, default=_env_int(env, "PROBE_MAX_PEERS", 24),
+                   help="K: peers probed at once, 0 = full mesh [PROBE_MAX_PEERS, default 24]")
+    p.add_argument("--min-pairs", type=int, default=_env_int(env, "PROBE_MIN_PAIRS", plan.DEFAULT_MIN_PAIRS),
+                   help="m: measured node pairs per zone pair the plan guarantees [PROBE_MIN_PAIRS, default 3]")
+    p.add_argument("--rotation-seconds", type=float,
+                   default=_env_float(env, "PROBE_ROTATION_SECONDS", plan.DEFAULT_ROTATION_SECONDS),
+                   help="how long one sample of peers is kept [PROBE_ROTATION_SECONDS, default 21600]")
+    p.add_argument("--bandwidth-peers", type=int,
+                   default=_env_int(env, "PROBE_BANDWIDTH_PEERS", plan.DEFAULT_BANDWIDTH_PEERS),
+                   help="K of the iperf3 plan, 0 = every peer [PROBE_BANDWIDTH_PEERS, default 8]")
     p.add_argument("--log-level", default=env.get("LOG_LEVEL", "INFO"))
     return p
 
@@ -239,9 +303,29 @@ def load_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | None
         raise ConfigError(f"--iperf-duration: must be in (0, {MAX_TEST_SECONDS:g}], got {args.iperf_duration}")
     if args.iperf_interval <= 0 or args.discovery_interval <= 0:
         raise ConfigError("--iperf-interval/--discovery-interval: must be positive")
+    if args.rtt_export not in metrics.EXPORT_MODES:
+        raise ConfigError(f"PROBE_RTT_EXPORT/--rtt-export: {args.rtt_export!r} is not one of "
+                          f"{', '.join(metrics.EXPORT_MODES)}")
+    if not 10 <= args.quantile_window <= 3600:
+        raise ConfigError(f"PROBE_QUANTILE_WINDOW/--quantile-window: must be in [10, 3600] s, got {args.quantile_window}")
+    if args.bandwidth_peers < 0:
+        raise ConfigError(f"PROBE_BANDWIDTH_PEERS/--bandwidth-peers: must be >= 0, got {args.bandwidth_peers}")
+    try:
+        plan_settings = plan.PlanSettings(max_peers=args.max_peers, min_pairs=args.min_pairs,
+                                          rotation_seconds=args.rotation_seconds)
+    except plan.PlanError as exc:
+        flag = str(exc).split(":", 1)[0].replace("_", "-")
+        raise ConfigError(f"--{flag}: {str(exc).split(':', 1)[1].strip()}") from None
     static = parse_peers(args.peers or "", default_port=args.metrics_port,
                          where="PEERS/--peers")
     static.pop(args.node, None)
+    if not args.bind:
+        raise ConfigError("PROBE_BIND/--bind (or NODE_IP): set the node's IP address; the agent listens on that "
+                          "one address, not on all of them")
+    try:
+        secret = load_secret(env)
+    except SecretError as exc:
+        raise ConfigError(str(exc)) from None
     if not static and not args.netaware_url:
         log.warning("no peers: set PEERS/--peers or NETAWARE_URL/--netaware-url")
     return Config(
@@ -250,26 +334,64 @@ def load_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | None
         iperf_port=args.iperf_port, probe_rate=args.probe_rate, probe_timeout=args.probe_timeout,
         iperf_interval=args.iperf_interval, iperf_duration=args.iperf_duration,
         iperf_binary=args.iperf_binary, iperf_enabled=not args.no_iperf,
-        discovery_interval=args.discovery_interval,
+        discovery_interval=args.discovery_interval, secret=secret, api_token=_read_token(env),
+        rtt_export=args.rtt_export, quantile_window=args.quantile_window, fanout=plan_settings,
+        bandwidth_peers=args.bandwidth_peers,
     )
+
+
+class _QuantileCollector:
+    """Per probed pair: exact RTT quantiles and the loss ratio over the agent's quantile window."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.labels = [metrics.quantile_label(q) for q in metrics.QUANTILES]
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Any:
+        agent = self.agent
+        node = agent.config.node
+        rtt = GaugeMetricFamily(metrics.RTT_QUANTILE, "RTT quantiles of the probes answered within the "
+                                "agent's quantile window.", labels=metrics.QUANTILE_LABELS)
+        loss = GaugeMetricFamily(metrics.LOSS_RATIO, "Share of the probes sent within the agent's quantile "
+                                 "window that got no reply in time.", labels=metrics.PAIR_LABELS)
+        horizon = time.perf_counter_ns() - int(agent.config.quantile_window * 1e9)
+        for state in list(agent._states.values()):
+            outcomes = state.outcomes
+            while outcomes and outcomes[0][0] < horizon:
+                outcomes.popleft()
+            snapshot = list(outcomes)  # one C-level copy: safe while the UDP thread appends
+            if not snapshot:
+                continue
+            answered = sorted(r for _, r in snapshot if r >= 0.0)
+            loss.add_metric([node, state.peer.name], (len(snapshot) - len(answered)) / len(snapshot))
+            if answered:
+                for label, q in zip(self.labels, metrics.QUANTILES, strict=True):
+                    rtt.add_metric([node, state.peer.name, label], metrics.sample_quantile(answered, q))
+        yield rtt
+        yield loss
 
 
 class AgentMetrics:
     """The agent's registry: the shared probe metrics plus self-metrics."""
 
-    def __init__(self, node: str) -> None:
+    def __init__(self, node: str, rtt_export: str) -> None:
         disable_created_metrics()  # *_created series only cost scrape bytes here
         self.node = node
+        self.histograms = rtt_export == metrics.EXPORT_HISTOGRAM
         self.registry = CollectorRegistry(auto_describe=True)
         ProcessCollector(registry=self.registry)
         r = self.registry
-        # prometheus_client appends _total to counters; strip it from the shared names.
-        self.rtt = Histogram(metrics.RTT_HISTOGRAM, "Round-trip time of UDP echo probes.",
-                             metrics.PAIR_LABELS, buckets=metrics.RTT_BUCKETS, registry=r)
-        self.sent = Counter(metrics.PACKETS_SENT.removesuffix("_total"), "Probe packets sent.",
-                            metrics.PAIR_LABELS, registry=r)
-        self.received = Counter(metrics.PACKETS_RECEIVED.removesuffix("_total"),
-                                "Probe replies received before the timeout.", metrics.PAIR_LABELS, registry=r)
+        if self.histograms:
+            # prometheus_client appends _total to counters; strip it from the shared names.
+            self.rtt = Histogram(metrics.RTT_HISTOGRAM, "Round-trip time of UDP echo probes.",
+                                 metrics.PAIR_LABELS, buckets=metrics.RTT_BUCKETS, registry=r)
+            self.sent = Counter(metrics.PACKETS_SENT.removesuffix("_total"), "Probe packets sent.",
+                                metrics.PAIR_LABELS, registry=r)
+            self.received = Counter(metrics.PACKETS_RECEIVED.removesuffix("_total"),
+                                    "Probe replies received before the timeout.", metrics.PAIR_LABELS, registry=r)
         self.bandwidth = Gauge(metrics.BANDWIDTH, "Throughput of the latest iperf3 test.",
                                metrics.PAIR_LABELS, registry=r)
         self.bandwidth_ts = Gauge(metrics.BANDWIDTH_TIMESTAMP, "Unix time of the latest iperf3 test.",
@@ -284,75 +406,131 @@ class AgentMetrics:
                               ["result"], registry=r)
         self.echo_replies = Counter("netaware_probe_echo_replies", "Probe requests answered for peers.",
                                     registry=r)
+        self.echo_rejected = Counter("netaware_probe_echo_rejected", "UDP packets dropped for a bad or "
+                                     "missing authentication tag.", registry=r)
         self.peers = Gauge("netaware_probe_peers", "Peers currently probed.", registry=r)
         self.discovery = Counter("netaware_probe_discovery", "Peer discovery attempts.", ["result"], registry=r)
         for result in ("ok", "busy", "error"):
             self.iperf_tests.labels(result)
-        for result in ("granted", "busy", "unavailable"):
+        for result in ("granted", "busy", "unavailable", "unauthorized"):
             self.leases.labels(result)
 
     def forget(self, peer: str) -> None:
-        for family in (self.rtt, self.sent, self.received, self.bandwidth, self.bandwidth_ts):
+        families = (self.rtt, self.sent, self.received) if self.histograms else ()
+        for family in families:
+            with contextlib.suppress(KeyError):
+                family.remove(self.node, peer)
+
+    def forget_bandwidth(self, peer: str) -> None:
+        for family in (self.bandwidth, self.bandwidth_ts):
             with contextlib.suppress(KeyError):
                 family.remove(self.node, peer)
 
 
 class _PeerState:
-    """Cached metric children of one peer (label lookups are not free at 40 packets/s)."""
+    """Cached metric children of one probed peer (label lookups are not free at 40 packets/s)."""
 
-    __slots__ = ("addr", "hist", "peer", "received", "sent")
+    __slots__ = ("addr", "hist", "outcomes", "peer", "received", "sent")
 
-    def __init__(self, peer: Peer, m: AgentMetrics, addr: tuple[str, int]) -> None:
+    def __init__(self, peer: Peer, m: AgentMetrics, addr: tuple[str, int], max_outcomes: int) -> None:
         self.peer = peer
         self.addr = addr
-        self.sent = m.sent.labels(m.node, peer.name)
-        self.received = m.received.labels(m.node, peer.name)
+        self.sent: Any = m.sent.labels(m.node, peer.name) if m.histograms else None
+        self.received: Any = m.received.labels(m.node, peer.name) if m.histograms else None
         self.hist: Any = None  # created on the first answered probe, like the emulator
+        # quantile export: (perf_counter_ns at send, RTT seconds or -1.0 when lost), oldest first
+        self.outcomes: collections.deque[tuple[int, float]] = collections.deque(maxlen=max_outcomes)
 
 
 class Agent:
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.m = AgentMetrics(config.node)
-        if config.zone or config.region:
-            self.m.node_info.labels(config.node, config.zone or "", config.region or "").set(1)
+        self.m = AgentMetrics(config.node, config.rtt_export)
+        if not self.m.histograms:
+            self.m.registry.register(_QuantileCollector(self))
         self.stop = threading.Event()
-        self._peers: dict[str, Peer] = {}
+        self._known: dict[str, Peer] = {}  # every peer discovered or configured
+        self._peers: dict[str, Peer] = {}  # the ones the plan probes now
+        self._bandwidth_peers: tuple[str, ...] = ()
         self._states: dict[str, _PeerState] = {}
         self._peers_lock = threading.Lock()
+        self._placement = (config.zone or "", config.region or "")
+        self._exported_placement: tuple[str, str] | None = None
+        self._epoch: int | None = None
+        self._layout = plan.layout([plan.PlanNode(config.node)])
+        self._max_outcomes = int(max(config.probe_rate, 0.1) * config.quantile_window * 1.2) + 16
+        self._mac = PacketMac(config.secret)
+        self._verifier = RequestVerifier(config.secret)
         self.leases = LeaseTable(config.iperf_port)
         self.iperf_server = IperfServer(config.iperf_binary, config.iperf_port, config.bind)
         family = socket.AF_INET6 if ":" in config.bind else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_DGRAM)
         self.sock.bind((config.bind, config.port))
         self.sock.setblocking(False)
-        self.httpd = ThreadingHTTPServer((config.bind, config.port), self._handler())
+        server_class = type("AgentHTTPServer", (ThreadingHTTPServer,), {"address_family": family})
+        self.httpd = server_class((config.bind, config.port), self._handler())
         self.httpd.daemon_threads = True
+        self._set_placement(*self._placement)
         self.set_peers(dict(config.static_peers))
         self._threads: list[threading.Thread] = []
 
-    # -- peers ------------------------------------------------------------------------------------
-    def set_peers(self, peers: dict[str, Peer]) -> None:
-        peers.pop(self.config.node, None)
+    # -- peers and the plan -----------------------------------------------------------------------
+    def _set_placement(self, zone: str, region: str) -> None:
+        if (zone or region) and (zone, region) != self._exported_placement:
+            self.m.node_info.clear()
+            self.m.node_info.labels(self.config.node, zone, region).set(1)
+            self._exported_placement = (zone, region)
+        self._placement = (zone, region)
+
+    def set_peers(self, peers: dict[str, Peer], now: float | None = None) -> None:
+        """Record every known peer and probe the ones this node's plan names for the current epoch."""
+        me = peers.pop(self.config.node, None)
+        if me is not None and (me.zone or me.region):  # the node list's placement, as every agent sees it
+            self._set_placement(me.zone, me.region)
         with self._peers_lock:
-            states = dict(self._states)
-            for name in set(states) - set(peers):
-                del states[name]
-                self.m.forget(name)
-            for name, peer in peers.items():
-                if name in states and states[name].peer == peer:
-                    continue
-                try:
-                    info = socket.getaddrinfo(peer.host, peer.port, self.sock.family, socket.SOCK_DGRAM)
-                except OSError as exc:
-                    log.warning("cannot resolve peer %s (%s): %s", name, peer.host, exc)
-                    states.pop(name, None)
-                    continue
-                sockaddr = info[0][4]
-                states[name] = _PeerState(peer, self.m, (str(sockaddr[0]), int(sockaddr[1])))
-            self._states = states  # swapped atomically; the UDP loop reads the reference
-            self._peers = {name: s.peer for name, s in states.items()}
-            self.m.peers.set(len(states))
+            self._known = peers
+            self._apply_plan(time.time() if now is None else now)
+
+    def _plan_for(self, max_peers: int, epoch: int) -> tuple[str, ...]:
+        settings = plan.PlanSettings(max_peers=max_peers, min_pairs=self.config.fanout.min_pairs,
+                                     rotation_seconds=self.config.fanout.rotation_seconds)
+        return plan.peers_of(self._layout, self.config.node, settings, epoch)
+
+    def _current_epoch(self, now: float) -> int:
+        return plan.node_epoch(self._layout, self.config.node, self.config.fanout, now)
+
+    def _apply_plan(self, now: float) -> None:
+        """Called with the peers lock held."""
+        zone, region = self._placement
+        nodes = [plan.PlanNode(self.config.node, zone, region)]
+        nodes += [plan.PlanNode(p.name, p.zone, p.region) for p in self._known.values()]
+        self._layout = plan.layout(nodes)
+        epoch = self._current_epoch(now)  # staggered by rank inside the zone (plan.node_epoch)
+        self._epoch = epoch
+        wanted = {name: self._known[name] for name in self._plan_for(self.config.fanout.max_peers, epoch)}
+        states = dict(self._states)
+        for name in set(states) - set(wanted):
+            del states[name]
+            self.m.forget(name)
+        for name, peer in wanted.items():
+            if name in states and states[name].peer == peer:
+                continue
+            try:
+                info = socket.getaddrinfo(peer.host, peer.port, self.sock.family, socket.SOCK_DGRAM)
+            except OSError as exc:
+                log.warning("cannot resolve peer %s (%s): %s", name, peer.host, exc)
+                states.pop(name, None)
+                continue
+            sockaddr = info[0][4]
+            states[name] = _PeerState(peer, self.m, (str(sockaddr[0]), int(sockaddr[1])), self._max_outcomes)
+        self._states = states  # swapped atomically; the UDP loop reads the reference
+        self._peers = {name: s.peer for name, s in states.items()}
+        bandwidth = self._plan_for(self.config.bandwidth_peers, epoch) if self.config.bandwidth_peers else tuple(
+            sorted(self._known))
+        for name in set(self._bandwidth_peers) - set(bandwidth):
+            self.m.forget_bandwidth(name)
+        self._bandwidth_peers = bandwidth
+        self.m.peers.set(len(states))
 
     def peers(self) -> dict[str, Peer]:
         return dict(self._peers)
@@ -360,7 +538,8 @@ class Agent:
     def _discover(self) -> None:
         assert self.config.netaware_url
         try:
-            found = fetch_api_peers(self.config.netaware_url, default_port=self.config.port)
+            found = fetch_api_peers(self.config.netaware_url, default_port=self.config.port,
+                                    token=self.config.api_token)
         except (OSError, ValueError) as exc:
             self.m.discovery.labels("error").inc()
             log.warning("peer discovery from %s failed: %s", self.config.netaware_url, exc)
@@ -375,9 +554,11 @@ class Agent:
         # rate 0: only answer peers' probes (e.g. bandwidth-only beside smokeping_prober)
         period = 1.0 / self.config.probe_rate if self.config.probe_rate > 0 else float("inf")
         timeout_ns = int(self.config.probe_timeout * 1e9)
+        histograms = self.m.histograms
         seq = random.getrandbits(32)
         next_send = time.monotonic() + random.uniform(0, min(period, 1.0)) if period < float("inf") else period
         pack, unpack, size = _PACKET.pack, _PACKET.unpack_from, _PACKET.size
+        tag, check, tag_size = self._mac.tag, self._mac.check, PACKET_TAG_BYTES
         while not self.stop.is_set():
             wait = max(0.0, next_send - time.monotonic())
             try:
@@ -393,14 +574,19 @@ class Agent:
                     except OSError:
                         break
                     now_ns = time.perf_counter_ns()
-                    if len(data) < size:
+                    if len(data) != size + tag_size:
                         continue
-                    magic, kind, number, sent_ns = unpack(data)
+                    header = data[:size]
+                    magic, kind, number, sent_ns = unpack(header)
                     if magic != _MAGIC:
+                        continue
+                    if not check(header, data[size:]):
+                        self.m.echo_rejected.inc()
                         continue
                     if kind == _REQUEST:
                         try:
-                            sock.sendto(pack(_MAGIC, _REPLY, number, sent_ns), addr)
+                            reply = pack(_MAGIC, _REPLY, number, sent_ns)
+                            sock.sendto(reply + tag(reply), addr)
                             self.m.echo_replies.inc()
                         except OSError:
                             pass
@@ -409,13 +595,18 @@ class Agent:
                         if entry is None or entry[1] != sent_ns:
                             continue  # late (already counted lost) or foreign
                         rtt_ns = now_ns - sent_ns
-                        if rtt_ns > timeout_ns:
-                            continue
                         state = entry[0]
-                        state.received.inc()
-                        if state.hist is None:
-                            state.hist = self.m.rtt.labels(self.m.node, state.peer.name)
-                        state.hist.observe(rtt_ns / 1e9)
+                        if rtt_ns > timeout_ns:
+                            if not histograms:
+                                state.outcomes.append((sent_ns, -1.0))
+                            continue
+                        if histograms:
+                            state.received.inc()
+                            if state.hist is None:
+                                state.hist = self.m.rtt.labels(self.m.node, state.peer.name)
+                            state.hist.observe(rtt_ns / 1e9)
+                        else:
+                            state.outcomes.append((sent_ns, rtt_ns / 1e9))
             now = time.monotonic()
             if now >= next_send:
                 next_send += period
@@ -425,9 +616,11 @@ class Agent:
                     seq = (seq + 1) & 0xFFFFFFFF
                     sent_ns = time.perf_counter_ns()
                     pending[seq] = (state, sent_ns)
-                    state.sent.inc()
+                    if histograms:
+                        state.sent.inc()
+                    request = pack(_MAGIC, _REQUEST, seq, sent_ns)
                     try:  # noqa: SIM105 - hot path, suppress() costs a context manager per packet
-                        sock.sendto(pack(_MAGIC, _REQUEST, seq, sent_ns), state.addr)
+                        sock.sendto(request + tag(request), state.addr)
                     except OSError:
                         pass  # counted as sent and lost
                 # expire unanswered probes (insertion order == send order)
@@ -436,7 +629,9 @@ class Agent:
                     first = next(iter(pending))
                     if pending[first][1] >= horizon:
                         break
-                    pending.popitem(last=False)
+                    expired, expired_ns = pending.popitem(last=False)[1]
+                    if not histograms:
+                        expired.outcomes.append((expired_ns, -1.0))
 
     # -- bandwidth --------------------------------------------------------------------------------
     def _supervise(self) -> None:
@@ -454,10 +649,13 @@ class Agent:
             if cfg.netaware_url and now >= next_discovery:
                 self._discover()
                 next_discovery = now + cfg.discovery_interval
+            if self._current_epoch(time.time()) != self._epoch:  # rotation: a new sample of peers
+                with self._peers_lock:
+                    self._apply_plan(time.time())
             if cfg.iperf_enabled and now >= next_test:
-                names = sorted(self._peers)
+                names = [name for name in self._bandwidth_peers if name in self._known]
                 if names:
-                    peer = self._peers.get(names[rr % len(names)])
+                    peer = self._known.get(names[rr % len(names)])
                     rr += 1
                     if peer is not None:
                         self._bandwidth_test(peer)
@@ -471,7 +669,7 @@ class Agent:
             if self.stop.is_set():
                 return
             try:
-                token, iperf_port = take_lease(peer.base_url, cfg.node, ttl)
+                token, iperf_port = take_lease(peer.base_url, cfg.node, ttl, secret=cfg.secret)
             except LeaseBusy as busy:
                 # the lease TTL is generous; the holder's test is usually over after its duration
                 delay = min(busy.retry_after, cfg.iperf_duration + 0.5) + random.uniform(0.1, 1.0) * (attempt + 1)
@@ -490,8 +688,8 @@ class Agent:
                 log.info("iperf3 to %s failed: %s", peer.name, exc)
                 return
             finally:
-                release_lease(peer.base_url, token)
-            if peer.name in self._peers:
+                release_lease(peer.base_url, token, secret=cfg.secret)
+            if peer.name in self._bandwidth_peers:
                 self.m.bandwidth.labels(cfg.node, peer.name).set(bps)
                 self.m.bandwidth_ts.labels(cfg.node, peer.name).set(time.time())
             self.m.iperf_tests.labels("ok").inc()
@@ -511,17 +709,40 @@ class Agent:
                 if path == "/metrics":
                     self._send(200, generate_latest(agent.m.registry), CONTENT_TYPE_LATEST)
                 elif path == "/healthz":
-                    self._json(200, {"node": agent.config.node, "peers": sorted(agent._peers)})
+                    self._json(200, {"node": agent.config.node, "peers": sorted(agent._peers),
+                                     "known": len(agent._known), "epoch": agent._epoch})
                 else:
                     self._json(404, {"error": f"no such path {path}"})
+
+            def _body(self) -> bytes | None:
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                except ValueError:
+                    length = -1
+                if not 0 <= length <= 4096:
+                    self._json(413 if length > 4096 else 400, {"error": "Content-Length: 0..4096 bytes"})
+                    return None
+                return self.rfile.read(length) if length else b""
+
+            def _authentic(self, body: bytes) -> bool:
+                headers = {name: self.headers.get(name) or "" for name in AUTH_HEADERS}  # case-insensitive
+                reason = agent._verifier.verify(self.command, self.path, headers, body)
+                if reason is None:
+                    return True
+                agent.m.leases.labels("unauthorized").inc()
+                log.info("refused %s %s from %s: %s", self.command, self.path, self.client_address[0], reason)
+                self._json(401, {"error": reason}, extra={"WWW-Authenticate": "NetawareHMAC"})
+                return False
 
             def do_POST(self) -> None:
                 if self.path.split("?", 1)[0] != "/iperf/lease":
                     self._json(404, {"error": "no such path"})
                     return
-                length = int(self.headers.get("Content-Length") or 0)
+                raw = self._body()
+                if raw is None or not self._authentic(raw):
+                    return
                 try:
-                    body = json.loads(self.rfile.read(min(length, 4096)) or b"{}")
+                    body = json.loads(raw or b"{}")
                     if not isinstance(body, dict):
                         raise ValueError
                     ttl = float(body.get("ttl", MAX_TEST_SECONDS + LEASE_GRACE_SECONDS))
@@ -541,16 +762,21 @@ class Agent:
                 if not path.startswith("/iperf/lease/"):
                     self._json(404, {"error": "no such path"})
                     return
+                raw = self._body()
+                if raw is None or not self._authentic(raw):
+                    return
                 released = agent.leases.release(path.rsplit("/", 1)[1])
                 self._json(200 if released else 404, {"released": released})
 
-            def _json(self, status: int, payload: Any) -> None:
-                self._send(status, json.dumps(payload).encode(), "application/json")
+            def _json(self, status: int, payload: Any, extra: Mapping[str, str] | None = None) -> None:
+                self._send(status, json.dumps(payload).encode(), "application/json", extra)
 
-            def _send(self, status: int, body: bytes, ctype: str) -> None:
+            def _send(self, status: int, body: bytes, ctype: str, extra: Mapping[str, str] | None = None) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
+                for key, value in (extra or {}).items():
+                    self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(body)
 
@@ -569,8 +795,10 @@ class Agent:
             thread = threading.Thread(target=target, name=f"agent-{name}", daemon=True)
             thread.start()
             self._threads.append(thread)
-        log.info("agent %s listening on %s:%d (udp echo + http), %d static peers, iperf3 server :%d%s",
-                 self.config.node, self.config.bind, self.config.port, len(self.config.static_peers),
+        k = self.config.fanout.max_peers
+        log.info("agent %s listening on %s:%d (udp echo + http), %d static peers, plan K=%s, %s export, "
+                 "iperf3 server :%d%s", self.config.node, self.config.bind, self.config.port,
+                 len(self.config.static_peers), k or "full mesh", self.config.rtt_export,
                  self.config.iperf_port, "" if self.config.iperf_enabled else " (disabled)")
 
     def shutdown(self) -> None:

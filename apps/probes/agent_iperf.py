@@ -18,9 +18,12 @@ import subprocess
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
+
+from apps.probes.agent_auth import sign_request
 
 log = logging.getLogger("netaware.agent")
 
@@ -125,10 +128,13 @@ class LeaseBusy(Exception):
         self.retry_after = retry_after
 
 
-def _request(method: str, url: str, body: dict[str, Any] | None, timeout: float) -> tuple[int, dict[str, Any]]:
+def _request(method: str, url: str, body: dict[str, Any] | None, timeout: float,
+             secret: bytes | None = None) -> tuple[int, dict[str, Any]]:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method,
-                                 headers={"Content-Type": "application/json"} if data else {})
+    headers = {"Content-Type": "application/json"} if data else {}
+    if secret is not None:
+        headers.update(sign_request(secret, method, urllib.parse.urlsplit(url).path, data or b""))
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             raw = resp.read()
@@ -142,19 +148,27 @@ def _request(method: str, url: str, body: dict[str, Any] | None, timeout: float)
         return exc.code, payload
 
 
-def take_lease(base_url: str, holder: str, ttl: float, timeout: float = 3.0) -> tuple[str, int]:
-    """(token, iperf_port) of a fresh lease on the peer at ``base_url``; LeaseBusy on 409/503."""
-    status, payload = _request("POST", f"{base_url}/iperf/lease", {"client": holder, "ttl": ttl}, timeout)
+def take_lease(base_url: str, holder: str, ttl: float, timeout: float = 3.0, *,
+               secret: bytes | None = None) -> tuple[str, int]:
+    """(token, iperf_port) of a fresh lease on the peer at ``base_url``; LeaseBusy on 409/503.
+
+    The request is signed with the shared ``secret`` (agent_auth.py); a 401 raises OSError.
+    """
+    status, payload = _request("POST", f"{base_url}/iperf/lease", {"client": holder, "ttl": ttl}, timeout,
+                               secret)
     if status == 200:
         return str(payload["token"]), int(payload["iperf_port"])
     if status in (409, 503):
         raise LeaseBusy(float(payload.get("retry_after", 1.0)))
+    if status == 401:
+        raise OSError(f"lease request to {base_url} refused (401): {payload.get('error', '')} -- "
+                      "do both agents share NETAWARE_PROBE_SECRET?")
     raise OSError(f"lease request to {base_url} answered {status}")
 
 
-def release_lease(base_url: str, token: str, timeout: float = 3.0) -> None:
+def release_lease(base_url: str, token: str, timeout: float = 3.0, *, secret: bytes | None = None) -> None:
     try:
-        _request("DELETE", f"{base_url}/iperf/lease/{token}", None, timeout)
+        _request("DELETE", f"{base_url}/iperf/lease/{token}", None, timeout, secret)
     except OSError as exc:  # the lease expires by itself
         log.info("releasing lease at %s failed: %s", base_url, exc)
 

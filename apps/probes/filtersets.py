@@ -1,5 +1,7 @@
 import django_filters
 
+from netaware_site.filters import UTCIsoDateTimeFilter
+
 from .choices import NodeSeries, PairSeries
 from .models import NodeSample, PairSample, PullWatermark
 
@@ -8,8 +10,8 @@ class PairSampleFilterSet(django_filters.FilterSet):
     source = django_filters.CharFilter(lookup_expr="exact")
     target = django_filters.CharFilter(lookup_expr="exact")
     series = django_filters.MultipleChoiceFilter(choices=PairSeries.choices)
-    since = django_filters.IsoDateTimeFilter(field_name="ts", lookup_expr="gte")
-    until = django_filters.IsoDateTimeFilter(field_name="ts", lookup_expr="lte")
+    since = UTCIsoDateTimeFilter(field_name="ts", lookup_expr="gte")
+    until = UTCIsoDateTimeFilter(field_name="ts", lookup_expr="lte")
 
     class Meta:
         model = PairSample
@@ -19,8 +21,8 @@ class PairSampleFilterSet(django_filters.FilterSet):
 class NodeSampleFilterSet(django_filters.FilterSet):
     node = django_filters.CharFilter(lookup_expr="exact")
     series = django_filters.MultipleChoiceFilter(choices=NodeSeries.choices)
-    since = django_filters.IsoDateTimeFilter(field_name="ts", lookup_expr="gte")
-    until = django_filters.IsoDateTimeFilter(field_name="ts", lookup_expr="lte")
+    since = UTCIsoDateTimeFilter(field_name="ts", lookup_expr="gte")
+    until = UTCIsoDateTimeFilter(field_name="ts", lookup_expr="lte")
 
     class Meta:
         model = NodeSample

@@ -24,3 +24,28 @@ RTT_BUCKETS: tuple[float, ...] = (
     0.01, 0.012, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.06, 0.08,
     0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0,
 )
+
+# Compact export (``--rtt-export quantiles``, the default; docs/scale.md): instead of the histogram and
+# the two packet counters, each probed pair exports exact sample quantiles of the RTTs answered within
+# the agent's quantile window and the loss ratio over the same probes -- 4 series per pair instead of 45.
+RTT_QUANTILE = "netaware_probe_rtt_quantile_seconds"
+LOSS_RATIO = "netaware_probe_loss_ratio"
+QUANTILE_LABELS = ("source", "target", "quantile")
+QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
+EXPORT_QUANTILES = "quantiles"
+EXPORT_HISTOGRAM = "histogram"
+EXPORT_MODES = (EXPORT_QUANTILES, EXPORT_HISTOGRAM)
+
+
+def quantile_label(q: float) -> str:
+    """``0.5`` -> ``"0.5"``, as Prometheus summaries label quantiles."""
+    return repr(float(q))
+
+
+def sample_quantile(ordered: list[float], q: float) -> float:
+    """Linear-interpolation quantile (numpy's default) of an ascending, non-empty list."""
+    h = (len(ordered) - 1) * q
+    lo = int(h)
+    if lo + 1 >= len(ordered):
+        return ordered[-1]
+    return ordered[lo] + (h - lo) * (ordered[lo + 1] - ordered[lo])

@@ -5,7 +5,10 @@ re-pulling a window is an upsert that changes nothing. The unique index leads wi
 window's rows all land at the right edge of the B-tree, so inserts stay fast however large the
 table grows (with ``series`` first, a 200-node window slowed from 1.3 s to 7+ s after 20 windows),
 and the same index serves "newest per pair since T" scans. ``ts`` also carries a BRIN index for
-cheap time-range scans by the retention task.
+cheap time-range scans.
+
+Both raw tables are partitioned by ``ts``, one partition per hour (migration 0005; partitions are made
+ahead by ``services.ensure_partitions``), and retention drops whole partitions after rolling them up.
 """
 
 from django.contrib.postgres.indexes import BrinIndex
@@ -111,9 +114,34 @@ class WindowDigest(models.Model):
     ts = models.DateTimeField()
     pair_count = models.PositiveIntegerField()
     digest = models.BigIntegerField(null=True, blank=True)
+    shard = models.CharField(max_length=16, default="", blank=True,
+                             help_text="Pull shard that stored these pairs, e.g. 2/4; empty when unsharded")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["series", "ts"], name="windowdigest_unique")]
+        constraints = [models.UniqueConstraint(fields=["series", "ts", "shard"], name="windowdigest_unique")]
 
     def __str__(self) -> str:
         return f"{self.series} @ {self.ts:%Y-%m-%d %H:%M:%S}: {self.pair_count} pairs"
+
+
+class PairLatest(models.Model):
+    """The newest sample of every (series, source, target), kept by database triggers on PairSample.
+
+    With a rotating probe plan every window holds a different pair set, so "newest value per pair"
+    over the raw table would scan every window of the look-back (minutes at 1,000 nodes); this table
+    answers it by reading one row per pair. Statement-level triggers (migration 0006) upsert each
+    inserted or updated batch of raw rows, newest ``ts`` wins, whoever writes them (pipeline, tests,
+    hand-made inserts). Retention prunes rows older than the raw-retention cutoff.
+    """
+
+    series = models.CharField(max_length=16, choices=PairSeries.choices)
+    source = models.CharField(max_length=253)
+    target = models.CharField(max_length=253)
+    ts = models.DateTimeField()
+    value = models.FloatField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["series", "source", "target"], name="pairlatest_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.series} {self.source}->{self.target} @ {self.ts:%Y-%m-%d %H:%M:%S}: {self.value:g}"

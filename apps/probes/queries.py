@@ -9,7 +9,7 @@ the smokeping_prober profile. ``$rate`` in a query is replaced by the rate windo
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,18 @@ from apps.yamlsafe import load_yaml
 
 from . import metrics
 from .choices import NodeSeries, PairSeries
+
+SHARD_PLACEHOLDER = "$shard"
+
+
+def source_matcher(label: str, sources: Sequence[str] | None) -> str:
+    """A label matcher selecting ``sources`` by ``label`` (every non-empty value when None)."""
+    if sources is None:
+        return f'{label}!=""'
+    if not sources:
+        return f'{label}="\x00none"'  # matches nothing
+    alternatives = "|".join(re.escape(name).replace("\\", "\\\\").replace('"', '\\"') for name in sources)
+    return f'{label}=~"{alternatives}"'
 
 
 class QueriesFileError(ValueError):
@@ -43,6 +55,15 @@ class PairQuery:
     @property
     def watermark_key(self) -> str:
         return f"pair:{self.series}"
+
+    @property
+    def shardable(self) -> bool:
+        """True when the query names ``$shard``, so a shard can restrict it to its sources."""
+        return SHARD_PLACEHOLDER in self.query
+
+    def for_sources(self, sources: Sequence[str] | None) -> str:
+        """The query restricted to ``sources`` (None: every source)."""
+        return self.query.replace(SHARD_PLACEHOLDER, source_matcher(self.source_label, sources))
 
 
 @dataclass(frozen=True)
@@ -73,23 +94,30 @@ class QuerySet:
     node_info: NodeInfoQuery | None
 
 
+# Both export modes of the agent (docs/scale.md) answer the same default query: the histogram's
+# quantile where histograms exist, else the agent-side quantile (PromQL `or` keeps the left side's
+# pairs and adds the right side's others, so a cluster in the middle of switching works too).
+# `$shard` becomes a matcher on the source label (docs/pipeline.md, "Sharded pulls").
 _RTT = (
-    "histogram_quantile({q}, sum by (source, target, le) "
-    f"(rate({metrics.RTT_HISTOGRAM}_bucket[$rate])))"
+    "histogram_quantile(Q, sum by (source, target, le) "
+    f"(rate({metrics.RTT_HISTOGRAM}_bucket{{$shard}}[$rate]))) "
+    f'or max by (source, target) ({metrics.RTT_QUANTILE}{{quantile="Q",$shard}})'
 )
 # Pairs that sent nothing in the window give 0/0; `> 0` drops them so the ratio is absent, not NaN.
 _LOSS = (
-    f"1 - sum by (source, target) (increase({metrics.PACKETS_RECEIVED}[$rate])) "
-    f"/ (sum by (source, target) (increase({metrics.PACKETS_SENT}[$rate])) > 0)"
+    f"(1 - sum by (source, target) (increase({metrics.PACKETS_RECEIVED}{{$shard}}[$rate])) "
+    f"/ (sum by (source, target) (increase({metrics.PACKETS_SENT}{{$shard}}[$rate])) > 0)) "
+    f"or max by (source, target) ({metrics.LOSS_RATIO}{{$shard}})"
 )
 
 _PAIR_LABELS = {"source_label": "source", "target_label": "target"}
 DEFAULT_PAIR_QUERIES: dict[str, dict[str, Any]] = {
-    PairSeries.RTT_P50.value: {"query": _RTT.format(q="0.5"), **_PAIR_LABELS},
-    PairSeries.RTT_P90.value: {"query": _RTT.format(q="0.9"), **_PAIR_LABELS},
-    PairSeries.RTT_P99.value: {"query": _RTT.format(q="0.99"), **_PAIR_LABELS},
+    PairSeries.RTT_P50.value: {"query": _RTT.replace("Q", "0.5"), **_PAIR_LABELS},
+    PairSeries.RTT_P90.value: {"query": _RTT.replace("Q", "0.9"), **_PAIR_LABELS},
+    PairSeries.RTT_P99.value: {"query": _RTT.replace("Q", "0.99"), **_PAIR_LABELS},
     PairSeries.LOSS.value: {"query": _LOSS, **_PAIR_LABELS},
-    PairSeries.BANDWIDTH.value: {"query": f"max by (source, target) ({metrics.BANDWIDTH})", **_PAIR_LABELS},
+    PairSeries.BANDWIDTH.value: {"query": f"max by (source, target) ({metrics.BANDWIDTH}{{$shard}})",
+                                 **_PAIR_LABELS},
 }
 
 DEFAULT_NODE_QUERIES: dict[str, dict[str, Any]] = {

@@ -15,10 +15,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from django.db import DatabaseError, InterfaceError
 
 from apps.scheduler.scoring.state import PodInfo
+from netaware_site import kube
 
 from . import selectors, wire
+from .scoring import engine
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -80,7 +83,6 @@ def parse_diagnose_query(params: Mapping[str, Any]) -> DiagnoseQuery:
 def _pod_from_api(namespace: str, name: str) -> PodInfo | None:
     from django.conf import settings
 
-    from netaware_site import kube
 
     if not settings.NETAWARE.get("KUBE_API_URL"):
         try:  # in-cluster or kubeconfig; absent in development
@@ -148,26 +150,24 @@ def jsonable(value: Any) -> Any:
 
 
 def diagnose_pod(query: DiagnoseQuery) -> dict[str, Any]:
-    from .scoring import engine
 
     pod, source = resolve_pod(query)
-    snap = selectors.snapshot()
-    if snap.state is None:
-        raise DiagnoseError(
-            {"detail": f"the extender cannot read its state, so every node passes with a neutral score: {snap.degraded}"},
-            status=503,
-        )
-    state = snap.state
+    try:
+        state = selectors.build_cluster_state()
+        profiles, default_profile = selectors.compiled_profiles()
+    except (DatabaseError, InterfaceError) as exc:
+        raise DiagnoseError({"detail": f"the database is unavailable: {type(exc).__name__}: {exc}"},
+                            status=503) from exc
     wanted = query.profile or pod.annotations.get(wire.PROFILE_ANNOTATION, "")
     problems: list[str] = []
-    if query.profile and query.profile not in snap.profiles:
-        raise DiagnoseError({"profile": [f"no profile named {query.profile!r}; have {sorted(snap.profiles)}"]})
-    if wanted and wanted not in snap.profiles:
+    if query.profile and query.profile not in profiles:
+        raise DiagnoseError({"profile": [f"no profile named {query.profile!r}; have {sorted(profiles)}"]})
+    if wanted and wanted not in profiles:
         problems.append(
             f"annotation {wire.PROFILE_ANNOTATION}={wanted!r} names no profile; the default "
-            f"{snap.default_profile!r} is used"
+            f"{default_profile!r} is used"
         )
-    profile_name = wanted if wanted in snap.profiles else snap.default_profile
+    profile_name = wanted if wanted in profiles else default_profile
     diagnosis = engine.explain(state, pod)
     topology = state.topology
     if topology.size == 0:
@@ -179,7 +179,7 @@ def diagnose_pod(query: DiagnoseQuery) -> dict[str, Any]:
     return {
         "pod": {"namespace": pod.namespace, "name": pod.name, "labels": dict(pod.labels), "source": source},
         "profile": profile_name,
-        "profiles": sorted(snap.profiles),
+        "profiles": sorted(profiles),
         "extender": problems,
         "topology": {
             "version": getattr(topology, "version", 0),

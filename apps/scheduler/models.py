@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 
 from .choices import Verb
+from .profiles import validate_profile_fields
 
 
 def _orjson_dumps(value: Any) -> str:
@@ -95,8 +96,6 @@ class SchedulerProfile(models.Model):
         return self.name + (" (default)" if self.is_default else "")
 
     def clean(self) -> None:
-        from .profiles import validate_profile_fields
-
         errors = validate_profile_fields(scorers=self.scorers, filters=self.filters, params=self.params)
         if self.is_default:
             others = SchedulerProfile.objects.filter(is_default=True).exclude(pk=self.pk)
@@ -112,6 +111,9 @@ class Decision(models.Model):
     """One extender call: what was asked, what was answered and why (per node, per scorer)."""
 
     ts = models.DateTimeField(db_index=True)
+    # Set by the extender when it records the decision: storing a queued batch twice (a drain redone
+    # after a worker died) inserts nothing new.
+    event_id = models.UUIDField(null=True, blank=True, unique=True, editable=False)
     verb = models.CharField(max_length=16, choices=Verb.choices)
     pod_namespace = models.CharField(max_length=253, blank=True)
     pod_name = models.CharField(max_length=253, blank=True)

@@ -1,26 +1,15 @@
-"""Reads of the scheduler app: the cached ClusterState the extender scores against, profiles,
-decisions and the pod cache.
+"""Reads of the scheduler app: the database-held inputs of the extender's scheduling cache
+(profiles, the cluster watcher's nodes and pods, change fingerprints), a ClusterState built straight
+from the database (diagnose, pages), decisions and the pod cache.
 
-The extender's hot path must cost about the scoring time, not ORM time, so the ClusterState is
-built once and kept in-process until its version changes. Freshness is checked cheaply on every
-request: one Redis GET of a counter that every write bumps (bind, watcher, signals on the models
-we read), plus a database fingerprint (counts and newest update times) at most every
-``STATE_DB_CHECK_SECONDS`` for writes that bypass signals, plus a maximum age for the time-based
-inputs (node usage windows, hot-spot bindings).
-
-If Redis or the database cannot be reached the snapshot comes back *degraded* (with the reason):
-the services then let every node pass and answer neutral scores, as kube-scheduler should not
-fail a pod because netaware cannot see.
+The extender never calls these on its request path: its loader thread does (``runtime.py``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
 import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,15 +20,20 @@ from django.db import connection
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
+from apps.appgroups.models import AppGroup, Dependency, Placement, Workload
+from apps.appgroups.selectors import all_appgroup_specs, placements_by_workload
+from apps.probes.selectors import node_usage
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage
+from apps.topology.models import Node, TopologySnapshot
+from apps.topology.selectors import current_topology
 from apps.topology.topomath import Topology
 
+from .cache import NodeRecord, PodRecord
 from .choices import Verb
 from .models import Decision, ObservedPod, SchedulerProfile
+from .profiles import builtin_default_name, builtin_profiles, compile_profile
 
 log = logging.getLogger(__name__)
-
-STATE_VERSION_KEY = "netaware:scheduler:state-version"
 
 
 def conf(name: str, default: Any) -> Any:
@@ -96,7 +90,6 @@ def recent_bindings(*, now: datetime) -> dict[str, int]:
 
 
 def node_resources() -> dict[str, NodeResources]:
-    from apps.topology.models import Node
 
     requested = requested_by_node()
     out: dict[str, NodeResources] = {}
@@ -120,9 +113,6 @@ def node_resources() -> dict[str, NodeResources]:
 
 def build_cluster_state(*, now: datetime | None = None) -> ClusterState:
     """One consistent picture of the cluster from the database (not cached; see ``snapshot``)."""
-    from apps.appgroups.selectors import all_appgroup_specs, placements_by_workload
-    from apps.probes.selectors import node_usage
-    from apps.topology.selectors import current_topology
 
     now = now or timezone.now()
     topology = current_topology() or empty_topology()
@@ -137,15 +127,57 @@ def build_cluster_state(*, now: datetime | None = None) -> ClusterState:
     )
 
 
-# Which tables each part of the state is built from. A part is rebuilt only when the stamps of
-# its tables change, so a bind (a Placement row) does not re-read 5,000 Node rows.
+def node_records() -> list[NodeRecord]:
+    """The cluster watcher's nodes as scheduling-cache records (the ``database`` source)."""
+
+    return [
+        NodeRecord(
+            NodeResources(name=row["name"], zone=row["zone"] or "", region=row["region"] or "",
+                          allocatable_cpu_millicores=row["allocatable_cpu_millicores"] or 0,
+                          allocatable_memory_bytes=row["allocatable_memory_bytes"] or 0, labels=row["labels"] or {}),
+            ready=bool(row["ready"]),
+        )
+        for row in Node.objects.values("name", "zone", "region", "labels", "allocatable_cpu_millicores",
+                                       "allocatable_memory_bytes", "ready")
+    ]
+
+
+def pod_records() -> list[PodRecord]:
+    """The cluster watcher's pods and the recorded placements as scheduling-cache records (the
+    ``database`` source). A placement without a pod-cache row still counts, with its workload."""
+
+    placed = {
+        (ns, name): (uid, node, (ag_ns, ag, wl))
+        for ns, name, uid, node, ag_ns, ag, wl in Placement.objects.values_list(
+            "pod_namespace", "pod_name", "pod_uid", "node_name", "appgroup__namespace", "appgroup__name",
+            "workload__name")
+    }
+    records: list[PodRecord] = []
+    for row in ObservedPod.objects.values("namespace", "name", "uid", "node_name", "terminal", "labels",
+                                          "cpu_request_millicores", "memory_request_bytes"):
+        key = (row["namespace"], row["name"])
+        placement = placed.pop(key, None)
+        records.append(PodRecord(
+            namespace=row["namespace"], name=row["name"], uid=row["uid"],
+            node=row["node_name"] or (placement[1] if placement else ""), labels=row["labels"] or {},
+            cpu_request_millicores=row["cpu_request_millicores"] or 0,
+            memory_request_bytes=row["memory_request_bytes"] or 0, terminal=row["terminal"],
+            workload=placement[2] if placement else None,
+        ))
+    records.extend(PodRecord(namespace=ns, name=name, uid=uid, node=node, workload=workload)
+                   for (ns, name), (uid, node, workload) in placed.items())
+    return records
+
+
+# Which tables each part of the scheduling cache is loaded from; a part is reloaded only when the
+# fingerprint (count, max id, newest update) of its tables changes.
 def _part_models() -> dict[str, tuple[Any, ...]]:
-    from apps.appgroups.models import AppGroup, Dependency, Placement, Workload
-    from apps.topology.models import Node
+    from apps.appgroups.models import Placement
 
     return {
-        "nodes": (Node, ObservedPod),
-        "graph": (AppGroup, Workload, Dependency, Placement),
+        "nodes": (Node,),
+        "pods": (ObservedPod, Placement),
+        "appgroups": (AppGroup, Workload, Dependency),
         "profiles": (SchedulerProfile,),
     }
 
@@ -156,7 +188,6 @@ _stamp_sql: str | None = None
 def _stamps_sql() -> str:
     global _stamp_sql
     if _stamp_sql is None:
-        from apps.topology.models import TopologySnapshot
 
         selects = []
         for models in _part_models().values():
@@ -175,7 +206,7 @@ def _stamps_sql() -> str:
 
 
 def state_stamps() -> dict[str, tuple[Any, ...]]:
-    """Per part, a cheap summary (count, max id, newest update) of its tables: one round trip."""
+    """Per part, a cheap summary of its tables: one round trip."""
     with connection.cursor() as cursor:
         cursor.execute(_stamps_sql())
         row = list(cursor.fetchone())
@@ -187,6 +218,9 @@ def state_stamps() -> dict[str, tuple[Any, ...]]:
     return out
 
 
+# --- profiles --------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class ProfileRow:
     name: str
@@ -194,217 +228,6 @@ class ProfileRow:
     scorers: list[dict[str, Any]]
     filters: list[Any]
     params: dict[str, Any]
-
-
-@dataclass
-class Snapshot:
-    state: ClusterState | None
-    profiles: dict[str, Any] = field(default_factory=dict)  # name -> engine Profile
-    default_profile: str = ""
-    degraded: str = ""  # why the state could not be read ("" = healthy)
-    built_at: float = 0.0
-    version: Any = None
-    # (node, resourceVersion) -> NodeResources merged with this state's requests (Nodes mode).
-    merged: dict[tuple[str, str], NodeResources] = field(default_factory=dict)
-
-
-DECISION_QUEUE_KEY = "netaware:scheduler:decisions"
-
-
-class _StateCache:
-    """Per-process cache of the ClusterState and the compiled profiles, rebuilt part by part."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.snapshot: Snapshot | None = None
-        self.redis_version: Any = None
-        self.stamps: dict[str, tuple[Any, ...]] = {}
-        self.stamps_checked = 0.0
-        self.version_checked = 0.0  # when the Redis state version was last read
-        self.timed_at = 0.0  # when usage and recent bindings were last read
-        self.failed_until = 0.0
-        self.failure = ""
-        self.shipped = False
-
-    def invalidate(self) -> None:
-        """Re-check every part on the next request (rebuilding only what changed)."""
-        with self.lock:
-            self.stamps_checked = 0.0
-            self.version_checked = 0.0
-            self.timed_at = 0.0
-            self.failed_until = 0.0
-
-    def reset(self) -> None:
-        with self.lock:
-            self.snapshot = None
-            self.stamps = {}
-            self.stamps_checked = 0.0
-            self.version_checked = 0.0
-            self.timed_at = 0.0
-            self.failed_until = 0.0
-
-    def get(self, outbox: list[bytes] | None = None) -> tuple[Snapshot, bool]:
-        """(snapshot, whether ``outbox`` was pushed to the decision queue in the same round trip)."""
-        now = time.monotonic()
-        with self.lock:
-            self.shipped = False
-            if now < self.failed_until:
-                return Snapshot(state=None, degraded=self.failure), False
-            try:
-                return self._get(now, outbox), self.shipped
-            except Exception as exc:  # database or Redis unreachable, or a broken row
-                self.failure = _describe_failure(exc)
-                self.failed_until = now + float(conf("STATE_RETRY_AFTER_SECONDS", 1.0))
-                self.snapshot = None
-                self.stamps = {}
-                log.warning("scheduler state unavailable: %s", self.failure)
-                if self.failure.startswith("database"):
-                    with contextlib.suppress(Exception):
-                        connection.close_if_unusable_or_obsolete()
-                return Snapshot(state=None, degraded=self.failure), self.shipped
-
-    def fresh(self, now: float) -> bool:
-        """Whether the cached snapshot can be used without any round trip: the Redis version was
-        read less than STATE_VERSION_CHECK_SECONDS ago and no periodic check is due. A write
-        answered by another process is thus seen at most that late; a local write calls
-        ``invalidate()`` and is seen by the very next request."""
-        snap = self.snapshot
-        return (
-            snap is not None
-            and snap.state is not None
-            and now >= self.failed_until
-            and now - self.version_checked < float(conf("STATE_VERSION_CHECK_SECONDS", 0.02))
-            and now - self.stamps_checked < float(conf("STATE_DB_CHECK_SECONDS", 1.0))
-            and now - self.timed_at < float(conf("STATE_MAX_AGE_SECONDS", 15.0))
-        )
-
-    def _get(self, now: float, outbox: list[bytes] | None) -> Snapshot:
-        snap = self.snapshot
-        if self.fresh(now):
-            assert snap is not None
-            return snap
-        timed_due = now - self.timed_at >= float(conf("STATE_MAX_AGE_SECONDS", 15.0))
-        check_due = now - self.stamps_checked >= float(conf("STATE_DB_CHECK_SECONDS", 1.0))
-        try:
-            # One round trip per request: the version check, plus any decisions of earlier
-            # requests waiting to be queued (services._DecisionLog.outbox).
-            pipe = redis_client().pipeline(transaction=False)
-            if outbox:
-                pipe.rpush(DECISION_QUEUE_KEY, *outbox)
-                pipe.ltrim(DECISION_QUEUE_KEY, -int(conf("DECISION_QUEUE_MAX", 20000)), -1)
-            pipe.get(STATE_VERSION_KEY)
-            version = pipe.execute()[-1]
-            self.shipped = bool(outbox)
-        except redis.RedisError as exc:
-            raise StateUnavailable(f"redis unavailable: {type(exc).__name__}: {exc}") from exc
-        self.version_checked = now
-        bumped = version != self.redis_version
-        if snap is not None and snap.state is not None and not (bumped or timed_due or check_due):
-            return snap
-        stamps = _db(state_stamps)
-        self.stamps_checked = now
-        changed = {part for part, stamp in stamps.items() if self.stamps.get(part) != stamp}
-        if snap is None or snap.state is None:
-            changed = set(stamps)
-        if not changed and not bumped and not timed_due and snap is not None:
-            return snap
-        self.snapshot = _db(lambda: self._rebuild(snap, changed, refresh_timed=bool(changed) or bumped or timed_due))
-        if changed or bumped or timed_due:
-            self.timed_at = now
-        self.snapshot.built_at = now
-        self.snapshot.version = version
-        # The state is long-lived and large (5,000 NodeResources, dicts, specs): move it out of
-        # the collector's generations so full collections stop re-scanning it on request paths.
-        # (Young generations only: a full collection here would cost ~100 ms after every bind.)
-        gc.collect(1)
-        gc.freeze()
-        self.redis_version = version
-        self.stamps = stamps
-        return self.snapshot
-
-    def _rebuild(self, snap: Snapshot | None, changed: set[str], *, refresh_timed: bool) -> Snapshot:
-        from apps.appgroups.selectors import all_appgroup_specs, placements_by_workload
-        from apps.probes.selectors import node_usage
-        from apps.topology.selectors import current_topology
-
-        old = snap.state if snap is not None else None
-        wall = timezone.now()
-        topology = old.topology if old is not None and "topology" not in changed else None
-        if topology is None:
-            topology = current_topology() or empty_topology()
-            if (old is None or topology is not old.topology) and not connection.in_atomic_block:
-                # libpq keeps its input buffer as large as the biggest result it has read (the
-                # topology payload: hundreds of MB at 5,000 nodes); a fresh connection frees it.
-                connection.close()
-        if old is not None and "graph" not in changed:
-            appgroups, placements = old.appgroups, old.placements
-        else:
-            appgroups = tuple(all_appgroup_specs())
-            placements = {k: tuple(v) for k, v in placements_by_workload().items()}
-        nodes = old.nodes if old is not None and "nodes" not in changed else node_resources()
-        if old is not None and not refresh_timed:
-            usage, bindings = old.usage, old.recent_bindings
-        else:
-            usage, bindings = node_usage(now=wall), recent_bindings(now=wall)
-        if snap is not None and snap.state is not None and "profiles" not in changed:
-            profiles, default = snap.profiles, snap.default_profile
-        else:
-            profiles, default = compiled_profiles()
-        state = ClusterState(topology=topology, appgroups=appgroups, placements=placements, nodes=nodes,
-                             usage=usage, recent_bindings=bindings)
-        return Snapshot(state=state, profiles=profiles, default_profile=default)
-
-
-class StateUnavailable(RuntimeError):
-    pass
-
-
-def _db(fn: Any) -> Any:
-    from django.db import DatabaseError, InterfaceError
-
-    try:
-        return fn()
-    except (DatabaseError, InterfaceError) as exc:
-        raise StateUnavailable(f"database unavailable: {type(exc).__name__}: {str(exc).strip()}") from exc
-
-
-def _describe_failure(exc: BaseException) -> str:
-    if isinstance(exc, StateUnavailable):
-        return str(exc)
-    return f"state build failed: {type(exc).__name__}: {exc}"
-
-
-_cache = _StateCache()
-
-
-def snapshot() -> Snapshot:
-    """The current ClusterState (cached; degraded with a reason when the stores are down)."""
-    return _cache.get()[0]
-
-
-def snapshot_and_ship(outbox: list[bytes]) -> tuple[Snapshot, bool]:
-    """``snapshot()`` that also pushes ``outbox`` to the decision queue in the same Redis round
-    trip; the bool says whether it was pushed."""
-    return _cache.get(outbox)
-
-
-def version_check_due() -> bool:
-    """Whether the next ``snapshot()`` reads the state version from Redis (so decisions waiting
-    for Redis can ride along in the same round trip)."""
-    return not _cache.fresh(time.monotonic())
-
-
-def invalidate_state() -> None:
-    """After a local write: the next request re-checks the stamps and rebuilds what changed."""
-    _cache.invalidate()
-
-
-def reset_state() -> None:
-    """Forget this process's snapshot entirely (tests switching databases or fixtures)."""
-    _cache.reset()
-
-
-# --- profiles --------------------------------------------------------------------------------
 
 
 def profile_rows() -> list[ProfileRow]:
@@ -416,7 +239,6 @@ def profile_rows() -> list[ProfileRow]:
 
 def compiled_profiles() -> tuple[dict[str, Any], str]:
     """Engine profiles by name (rows that fail to compile are skipped and logged) and the default."""
-    from .profiles import builtin_default_name, compile_profile
 
     compiled: dict[str, Any] = {}
     default = ""
@@ -429,7 +251,6 @@ def compiled_profiles() -> tuple[dict[str, Any], str]:
         if row.is_default:
             default = row.name
     if not compiled:
-        from .profiles import builtin_profiles
 
         compiled = dict(builtin_profiles())
     if default not in compiled:

@@ -12,13 +12,14 @@ Framework-free on purpose: the parsers take bytes and return frozen dataclasses,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from apps import quantity
+from apps.scheduler.cache import NodeRecord, PodRecord
 from apps.scheduler.scoring.state import NodeResources, PodInfo
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
@@ -83,49 +84,30 @@ def load_json(body: bytes) -> Any:
         raise WireError(f"body: malformed JSON ({exc})") from exc
 
 
-# --- Kubernetes resource quantities ------------------------------------------------------------
-
-_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
-_SUFFIX = {
-    None: 1.0,
-    "n": 1e-9,
-    "u": 1e-6,
-    "m": 1e-3,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    "Ki": 2.0**10,
-    "Mi": 2.0**20,
-    "Gi": 2.0**30,
-    "Ti": 2.0**40,
-    "Pi": 2.0**50,
-    "Ei": 2.0**60,
-}
+# --- Kubernetes resource quantities (apps.quantity: one parser for the whole project) -------------
 
 
 def parse_quantity(value: Any, where: str) -> float:
     """A resource.Quantity (``"500m"``, ``"16Gi"``, ``"1e3"``, or a bare number) as a float."""
-    if isinstance(value, bool):
-        raise WireError(f"{where}: expected a quantity, got a boolean")
-    if isinstance(value, int | float):
-        return float(value)
-    if not isinstance(value, str):
-        raise WireError(f"{where}: expected a quantity string, got {type(value).__name__}")
-    match = _QUANTITY.match(value.strip())
-    if not match:
-        raise WireError(f"{where}: {value!r} is not a Kubernetes quantity")
-    return float(match.group(1)) * _SUFFIX[match.group(2)]
+    try:
+        return float(quantity.parse_quantity(value))
+    except quantity.QuantityError as exc:
+        raise WireError(f"{where}: {exc}") from exc
 
 
 def _cpu_millicores(value: Any, where: str) -> int:
-    return round(parse_quantity(value, where) * 1000)
+    """Millicores rounded up, as kube-scheduler's MilliValue() does."""
+    try:
+        return quantity.cpu_millicores(value)
+    except quantity.QuantityError as exc:
+        raise WireError(f"{where}: {exc}") from exc
 
 
 def _bytes(value: Any, where: str) -> int:
-    return round(parse_quantity(value, where))
+    try:
+        return quantity.memory_bytes(value)
+    except quantity.QuantityError as exc:
+        raise WireError(f"{where}: {exc}") from exc
 
 
 # --- objects ---------------------------------------------------------------------------------
@@ -505,3 +487,36 @@ def preemption_result(victims: Mapping[str, MetaVictims]) -> bytes:
             }
         }
     )
+
+
+# --- informer objects --------------------------------------------------------------------------
+
+
+def pod_record(obj: Mapping[str, Any]) -> PodRecord:
+    """A v1.Pod from a list/watch → what the scheduling cache keeps (raises WireError when malformed)."""
+    info = parse_pod(obj, "pod")
+    meta = _mapping(get_ci(obj, "metadata"), "pod.metadata")
+    spec = _mapping(get_ci(obj, "spec"), "pod.spec")
+    status = _mapping(get_ci(obj, "status"), "pod.status")
+    phase = get_ci(status, "phase") or ""
+    return PodRecord(
+        namespace=info.namespace,
+        name=info.name,
+        uid=info.uid,
+        node=_string(get_ci(spec, "nodeName"), "pod.spec.nodeName"),
+        labels=info.labels,
+        cpu_request_millicores=info.cpu_request_millicores,
+        memory_request_bytes=info.memory_request_bytes,
+        scheduler_name=_string(get_ci(spec, "schedulerName"), "pod.spec.schedulerName") or "default-scheduler",
+        terminal=phase in ("Succeeded", "Failed") or bool(get_ci(meta, "deletionTimestamp")),
+    )
+
+
+def node_record(obj: Mapping[str, Any]) -> NodeRecord:
+    """A v1.Node from a list/watch → what the scheduling cache keeps. Unschedulable (cordoned) nodes
+    count as not ready for bind, as kube-scheduler will not place new pods there."""
+    node = _parse_node(_mapping(obj, "node", allow_null=False),
+                       _mapping(get_ci(obj, "metadata"), "node.metadata"), "node")
+    spec = get_ci(obj, "spec")
+    cordoned = bool(get_ci(spec, "unschedulable")) if isinstance(spec, dict) else False
+    return NodeRecord(resources=node.resources, ready=node.ready and not cordoned)

@@ -7,12 +7,16 @@ query (newest version and its stale flag) and reloads the arrays only when the v
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.db.models import QuerySet
 
+from .freshness import Freshness, assess
 from .models import Node, SnapshotGone, TopologySnapshot
 from .topomath import Topology, nested_maps
 
@@ -41,14 +45,36 @@ def nodes() -> QuerySet[Node]:
     return Node.objects.order_by("name")
 
 
+def _freshness(
+    *, created_at: datetime, data_until: datetime | None, source: str, stale: bool, stale_reason: str,
+    now: float | None = None,
+) -> Freshness:
+    return assess(
+        now=time.time() if now is None else now,
+        created_at=created_at.timestamp(),
+        data_until=data_until.timestamp() if data_until is not None else None,
+        source=source,
+        flagged_reason=(stale_reason or "stale") if stale else "",
+        stale_after_seconds=float(settings.NETAWARE.get("STALE_AFTER_SECONDS", 600)),
+    )
+
+
+def freshness(*, snapshot: TopologySnapshot, now: float | None = None) -> Freshness:
+    """Read-time staleness of ``snapshot`` (see apps/topology/freshness.py)."""
+    return _freshness(created_at=snapshot.created_at, data_until=snapshot.data_until, source=snapshot.source,
+                      stale=snapshot.stale, stale_reason=snapshot.stale_reason, now=now)
+
+
 def _current() -> tuple[tuple[int, int], Topology] | None:
     for _attempt in range(5):
         head = TopologySnapshot.objects.order_by("-version").values_list(
-            "pk", "version", "stale", "stale_reason").first()
+            "pk", "version", "stale", "stale_reason", "created_at", "data_until", "source").first()
         if head is None:
             return None
-        pk, version, stale, reason = head
-        reason = reason if stale else ""
+        pk, version, stale, reason, created_at, data_until, source = head
+        # Staleness at read time: a pipeline that stopped leaves an old snapshot behind.
+        reason = _freshness(created_at=created_at, data_until=data_until, source=source, stale=stale,
+                            stale_reason=reason).reason
         with _lock:
             # Keyed by primary key too: ids come from a sequence and are never reused, even when a
             # rolled-back transaction (tests) or a reset database hands out the same version again.
@@ -75,7 +101,8 @@ def _current() -> tuple[tuple[int, int], Topology] | None:
 def current_topology() -> Topology | None:
     """The current Topology, cached in-process by snapshot version (cheap to call per request).
 
-    ``stale_reason`` is non-empty when the whole snapshot is flagged stale (services.mark_stale).
+    ``stale_reason`` is non-empty when the whole snapshot is stale: flagged (services.mark_stale) or
+    older than ``STALE_AFTER_SECONDS`` at the time of this call (``freshness``).
     """
     current = _current()
     return None if current is None else current[1]
@@ -97,11 +124,21 @@ def _pairs_by_source(topology: Topology, mask: np.ndarray) -> dict[str, list[str
 
 
 def topology_document(*, snapshot: TopologySnapshot) -> dict[str, Any]:
-    """The snapshot in the paper's NetworkTopology shape (see docs/topology.md), cached per version."""
+    """The snapshot in the paper's NetworkTopology shape (see docs/topology.md).
+
+    The document is cached per version; its staleness (``status.stale``, ``staleReason``,
+    ``ageSeconds``) is computed for every call (``freshness``)."""
     key = (snapshot.pk, snapshot.version, snapshot.stale, snapshot.stale_reason)
     cached = _doc_cache.get(key)
-    if cached is not None:
-        return cached
+    if cached is None:
+        cached = _build_document(snapshot, key)
+    fresh = freshness(snapshot=snapshot)
+    status = {**cached["status"], "stale": fresh.stale, "staleReason": fresh.reason,
+              "ageSeconds": round(fresh.age_seconds, 3)}
+    return {**cached, "status": status}
+
+
+def _build_document(snapshot: TopologySnapshot, key: tuple[int, int, bool, str]) -> dict[str, Any]:
     topology = topology_for(snapshot=snapshot)
     spec: dict[str, Any] = nested_maps(topology)
     zones: dict[str, dict[str, Any]] = {}

@@ -16,6 +16,8 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[2]
+# The shared secret every test agent gets unless a test passes its own (agents refuse to start without one).
+TEST_SECRET = "netaware-test-secret-0123456789abcdef"
 
 
 @dataclass
@@ -61,7 +63,7 @@ def start_agent(node: str, url: str, args: Sequence[str], *, prefix: Sequence[st
     log_fd, log_name = tempfile.mkstemp(prefix=f"netaware-agent-{node}-", suffix=".log")
     process = subprocess.Popen(
         agent_command(node, args, prefix=prefix), cwd=ROOT, stdout=log_fd, stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NETAWARE_PROBE_SECRET": TEST_SECRET, **(env or {})},
     )
     os.close(log_fd)
     agent = RunningAgent(node=node, url=url, process=process, log_path=Path(log_name))
@@ -77,3 +79,33 @@ def start_agent(node: str, url: str, args: Sequence[str], *, prefix: Sequence[st
         time.sleep(0.1)
     agent.stop()
     raise TimeoutError(f"agent {node} did not serve {url}/metrics: {agent.log()[-2000:]}")
+
+
+def signed(method: str, url: str, body: dict | None = None, *, secret: str = TEST_SECRET,
+           headers: dict[str, str] | None = None, timeout: float = 5.0) -> requests.Response:
+    """A lease request signed like an agent signs it (apps/probes/agent_auth.py)."""
+    import json
+    from urllib.parse import urlsplit
+
+    from apps.probes.agent_auth import sign_request
+
+    data = json.dumps(body).encode() if body is not None else b""
+    auth = sign_request(secret.encode(), method, urlsplit(url).path, data)
+    return requests.request(method, url, data=data or None, timeout=timeout,
+                            headers={**({"Content-Type": "application/json"} if data else {}), **auth,
+                                     **(headers or {})})
+
+
+def viewer_token(username: str = "probe-agents") -> str:
+    """An API token of a user with the viewer role: what the agents' NETAWARE_API_TOKEN holds in a
+    cluster where the API needs authentication (needs the database)."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from apps.accounts.roles import VIEWER
+    from apps.accounts.services import create_api_token, ensure_roles
+
+    ensure_roles()
+    user, _ = get_user_model().objects.get_or_create(username=username)
+    user.groups.add(Group.objects.get(name=VIEWER))
+    return create_api_token(user=user, name=f"agents-{len(user.username)}-{os.getpid()}")[1]

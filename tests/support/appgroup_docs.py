@@ -20,8 +20,10 @@ def small_appgroup(
     lossrate: float = 0,
 ) -> dict[str, Any]:
     """A ``netaware.io`` AppGroup where ``web`` depends on ``db``; ``weight`` (of ``web``) is left out
-    of the document when None, so the resource default applies."""
-    web: dict[str, Any] = {"name": "web", "selector": {"matchLabels": {"app": "web"}}}
+    of the document when None, so the resource default applies. Selectors include the AppGroup pin
+    label, so several of these in one namespace never claim the same pods (which writes refuse)."""
+    pin = {"netaware.io/appgroup": name}
+    web: dict[str, Any] = {"name": "web", "selector": {"matchLabels": {"app": "web", **pin}}}
     if weight is not None:
         web["weight"] = weight
     web["dependencies"] = [
@@ -31,7 +33,7 @@ def small_appgroup(
         "apiVersion": f"{G}/{V}",
         "kind": "AppGroup",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"workloads": [web, {"name": "db", "selector": {"matchLabels": {"app": "db"}}}]},
+        "spec": {"workloads": [web, {"name": "db", "selector": {"matchLabels": {"app": "db", **pin}}}]},
     }
 
 

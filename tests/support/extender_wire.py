@@ -318,15 +318,15 @@ def load_kep_fixture(*, placements: dict[str, str] | None = None) -> list[str]:
 
 
 def use_extender_test_settings(settings: Any, **overrides: Any) -> None:
-    """Decisions written straight to Postgres after each response (no Redis queue) and a database
-    freshness check on every request (tests)."""
+    """The extender in-process for the Django test client: inline mode (every request re-reads its
+    inputs on the request thread, where the test's transaction is visible) and decisions written
+    straight to Postgres after each response (no Redis queue)."""
     settings.NETAWARE = {
         **settings.NETAWARE,
+        "EXTENDER_INLINE": True,
         "DECISION_QUEUE": False,
-        "STATE_DB_CHECK_SECONDS": 0,
-        "STATE_RETRY_AFTER_SECONDS": 0,
         **overrides,
     }
-    from apps.scheduler import selectors
+    from apps.scheduler.runtime import reset_runtime
 
-    selectors.reset_state()
+    reset_runtime()

@@ -97,9 +97,12 @@ def at(epoch: int) -> datetime:
 
 
 @contextmanager
-def emulated_cluster(scenario_yaml: str = TINY_SCENARIO, *, warmup_s: float = 12.0) -> Iterator[EmulatedCluster]:
-    """Emulator + frozen target + Prometheus (1 s scrapes), warmed up for ``warmup_s`` of data."""
-    emulator = Emulator(load_scenario(scenario_yaml), seed=0, ping_rate_hz=100.0, bandwidth_interval_s=2.0)
+def emulated_cluster(scenario_yaml: str = TINY_SCENARIO, *, warmup_s: float = 12.0,
+                     export: str = metrics.EXPORT_QUANTILES) -> Iterator[EmulatedCluster]:
+    """Emulator (agents' default quantile export, or ``export="histogram"``) + frozen target + Prometheus
+    (1 s scrapes), warmed up for ``warmup_s`` of data."""
+    emulator = Emulator(load_scenario(scenario_yaml), seed=0, ping_rate_hz=100.0, bandwidth_interval_s=2.0,
+                        export=export)
     server = emulator.serve()
     frozen = ThreadingHTTPServer(("127.0.0.1", 0), _FrozenHandler)
     threading.Thread(target=frozen.serve_forever, daemon=True).start()
@@ -113,7 +116,10 @@ def emulated_cluster(scenario_yaml: str = TINY_SCENARIO, *, warmup_s: float = 12
         })
         prometheus = start_prometheus(config)
         n = len(emulator.node_names)
-        prometheus.wait_for_series(metrics.PACKETS_SENT, minimum=n * (n - 1) + 1)
+        if export == metrics.EXPORT_HISTOGRAM:
+            prometheus.wait_for_series(metrics.PACKETS_SENT, minimum=n * (n - 1) + 1)
+        else:
+            prometheus.wait_for_series(metrics.LOSS_RATIO, minimum=n * (n - 1))
         time.sleep(warmup_s)
         yield EmulatedCluster(emulator=emulator, prometheus=prometheus)
     finally:

@@ -73,7 +73,8 @@ def scrape_config(targets: Iterable[ScrapeTarget], *, interval: str = "1s", job:
     }
 
 
-def start_prometheus(config: dict, *, port: int | None = None, timeout: float = 30.0) -> RunningPrometheus:
+def start_prometheus(config: dict, *, port: int | None = None, timeout: float = 30.0,
+                     extra_args: tuple[str, ...] = ()) -> RunningPrometheus:
     workdir = Path(tempfile.mkdtemp(prefix="netaware-prom-"))
     (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
     port = port or free_port()
@@ -85,6 +86,7 @@ def start_prometheus(config: dict, *, port: int | None = None, timeout: float = 
             f"--web.listen-address=127.0.0.1:{port}",
             "--web.enable-lifecycle",
             "--storage.tsdb.retention.time=1d",
+            *extra_args,
         ],
         stdout=(workdir / "prometheus.log").open("wb"),
         stderr=subprocess.STDOUT,

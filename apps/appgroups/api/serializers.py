@@ -11,7 +11,9 @@ from typing import Any
 
 from rest_framework import serializers
 
-from .. import quantity, resources, services
+from apps import quantity
+
+from .. import resources, services
 from ..choices import Origin, TopologySortingAlgorithm
 from ..graph import AppGroupSpec, DependencySpec, Sensitivity, WorkloadSpec
 from ..models import AppGroup, Placement

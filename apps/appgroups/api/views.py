@@ -21,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.yamlsafe import UnsafeYAMLError, load_yaml
+from netaware_site.parsers import JSONParser as SafeJSONParser
 
 from .. import resources, selectors, services, toposort
 from ..filtersets import AppGroupFilterSet, PlacementFilterSet
@@ -155,7 +156,7 @@ class AppGroupViewSet(FlatErrorsMixin, viewsets.ModelViewSet):
         detail=False,
         methods=["post"],
         url_path="import",
-        parser_classes=[parsers.JSONParser, YAMLParser, AltYAMLParser, TextYAMLParser],
+        parser_classes=[SafeJSONParser, YAMLParser, AltYAMLParser, TextYAMLParser],
     )
     def import_resource(self, request: Request) -> Response:
         document = request.data

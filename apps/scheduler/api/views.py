@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -42,9 +40,8 @@ class DecisionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     filterset_class = DecisionFilterSet
 
     def get_queryset(self) -> QuerySet[Decision]:
-        # Decisions reach Postgres in batches (services.drain_decisions); read the newest too.
-        with contextlib.suppress(Exception):  # the database is down: the query below reports it
-            services.flush_decisions()
+        # Reads only read: decisions reach Postgres in batches from the Celery drain task
+        # (services.drain_decisions, every 5 s), so the newest few seconds may not be listed yet.
         qs = Decision.objects.all().order_by("-id")
         if self.action == "list":
             qs = qs.defer("breakdown")
@@ -56,6 +53,9 @@ class DecisionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
 
 class DiagnoseView(APIView):
     """GET /api/scheduler/diagnose?pod=ns/name[&labels=k=v,...][&profile=name]"""
+
+    # Reads a pod from the Kubernetes API when it is not in the pod cache.
+    read_permissions = ("accounts.diagnose_pod",)
 
     @extend_schema(
         parameters=[

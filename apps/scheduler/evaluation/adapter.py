@@ -107,7 +107,7 @@ def pair_score_matrix(topology: Topology, sensitivity: Sensitivity) -> np.ndarra
     """ComputeScore (Algorithm 1, 0..1) for every ordered node pair: ``out[i, j]`` = source i ->
     target j, same-node score on the diagonal, through the scorer's own vectorized code."""
     everything = np.arange(topology.size, dtype=np.int64)
-    return network_score.pair_scores(topology, everything, everything, sensitivity)
+    return network_score.pair_scores(network_score.TopologyVectors(topology), everything, everything, sensitivity)
 
 
 # --------------------------------------------------------------------------- extender profiles

@@ -24,7 +24,7 @@ from apps.scheduler.scoring.default_plugins import (
     default_plugin_scores,
     filter_resource_fit,
 )
-from apps.scheduler.scoring.state import ClusterState, PodInfo
+from apps.scheduler.scoring.state import ClusterState, PodInfo, evolve
 
 from .adapter import EvaluationInputError, engine_profile, engine_profile_names, extender_answer
 
@@ -156,7 +156,7 @@ def bind(state: ClusterState, sim: SimPod, node: str) -> ClusterState:
     )
     recent = dict(state.recent_bindings)
     recent[node] = recent.get(node, 0) + 1
-    return replace(state, placements=placements, nodes=nodes, recent_bindings=recent)
+    return evolve(state, changed_nodes=(node,), placements=placements, nodes=nodes, recent_bindings=recent)
 
 
 def choose_node(state: ClusterState, sim: SimPod, profile: EvalProfile, engine_profiles: Mapping[str, Any],

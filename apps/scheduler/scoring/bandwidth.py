@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .common import MAX_NODE_SCORE, NEUTRAL_SCORE, WorkloadRef, placed_nodes, topology_positions
-from .load_aware import usage_arrays
 from .state import ClusterState, PodInfo
 
 DEFAULT_MARGIN = 1.0
@@ -79,10 +78,11 @@ def min_bandwidth_failures(state: ClusterState, ref: WorkloadRef, candidates: Se
 
 
 def bandwidth_risk(state: ClusterState, pod: PodInfo, candidates: Sequence[str], *,
-                   margin: float = DEFAULT_MARGIN, sensitivity: float = DEFAULT_SENSITIVITY) -> np.ndarray:
+                   margin: float = DEFAULT_MARGIN, sensitivity: float = DEFAULT_SENSITIVITY,
+                   rows: np.ndarray | None = None) -> np.ndarray:
     """Node risk in [0, 1] per candidate; NaN where usage is missing or stale."""
-    arrays = usage_arrays(state)
-    rows = arrays.rows(candidates)
+    arrays = state.indexes.usage
+    rows = rows if rows is not None else arrays.rows(candidates)
     mean = arrays.take(arrays.net_mean, rows)
     std = np.nan_to_num(arrays.take(arrays.net_std, rows), nan=0.0)
     cap = arrays.take(arrays.net_cap, rows)

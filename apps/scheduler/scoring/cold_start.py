@@ -38,8 +38,7 @@ import numpy as np
 from apps.appgroups.graph import Sensitivity
 
 from .common import MAX_NODE_SCORE, WorkloadRef, topology_positions
-from .load_aware import usage_arrays
-from .network_score import DEFAULT_SAME_NODE_SCORE, pair_scores, topology_cache
+from .network_score import DEFAULT_SAME_NODE_SCORE, pair_scores
 from .state import ClusterState, PodInfo
 
 DEFAULT_MAX_PODS_PER_NODE = 2.0
@@ -107,8 +106,9 @@ def node_capacity(state: ClusterState, ref: WorkloadRef, pod: PodInfo, *,
     if not state.nodes:
         return np.full(topo.size, max_pods_per_node)
     req_cpu, req_mem = _group_request(ref, pod)
-    arrays = usage_arrays(state)
-    rows = arrays.rows(topo.nodes)
+    indexes = state.indexes
+    arrays = indexes.usage
+    rows = indexes.topology_rows
     known = rows >= 0
     fits = np.full(topo.size, max_pods_per_node)
     for req, alloc, used in ((req_cpu, arrays.alloc_cpu, arrays.req_cpu), (req_mem, arrays.alloc_mem, arrays.req_mem)):
@@ -118,8 +118,7 @@ def node_capacity(state: ClusterState, ref: WorkloadRef, pod: PodInfo, *,
             fits = np.where(a > 0, np.minimum(fits, free / req), fits)
     cap = np.where(fits < max_pods_per_node, np.floor(fits), max_pods_per_node)
     # Nodes in the topology but not in the cluster (no NodeResources) cannot take pods.
-    in_cluster = np.fromiter((n in state.nodes for n in topo.nodes), dtype=bool, count=topo.size)
-    return np.where(known & in_cluster, cap, 0.0)
+    return np.where(known & indexes.topology_in_cluster, cap, 0.0)
 
 
 def _stratified(zone_codes: np.ndarray, targets: np.ndarray, caps: np.ndarray, sample: int
@@ -181,14 +180,15 @@ def cold_start_scores(state: ClusterState, ref: WorkloadRef, pod: PodInfo, posit
         fill = np.zeros(positions.size)
         notes.append("cold start: no node has free capacity for the AppGroup")
     else:
-        targets, caps = _stratified(topology_cache(topo).zone_codes, targets, cap[targets], sample)
-        scores = pair_scores(topo, positions, targets, sensitivity, same_node_score=same_node_score)
+        vectors = state.indexes.vectors
+        targets, caps = _stratified(vectors.zone_codes, targets, cap[targets], sample)
+        scores = pair_scores(vectors, positions, targets, sensitivity, same_node_score=same_node_score)
         fill = _fill(scores, caps, float(demand))
     placed_pos = topology_positions(topo, placed_names)
     placed_pos = placed_pos[placed_pos >= 0]
     if placed_pos.size:
         uniq, counts = np.unique(placed_pos, return_counts=True)
-        toward = pair_scores(topo, positions, uniq, sensitivity, same_node_score=same_node_score)
+        toward = pair_scores(state.indexes.vectors, positions, uniq, sensitivity, same_node_score=same_node_score)
         placed_term = toward @ (counts / counts.sum())
         f = placed_pos.size / (placed_pos.size + demand)
         out = f * placed_term + (1 - f) * fill

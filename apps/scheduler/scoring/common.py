@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
 
 import numpy as np
 
 from apps.appgroups.graph import AppGroupSpec, WorkloadSpec
 from apps.topology.topomath import Topology
 
+from .indexes import lookup, zone_region
 from .state import ClusterState, PodInfo
+
+__all__ = ["lookup"]
 
 MAX_NODE_SCORE = 100.0
 # Score every scorer gives when it has nothing to say (pod in no AppGroup, missing metrics,
@@ -48,33 +50,43 @@ class WorkloadRef:
 
 def pinned_appgroup(pod: PodInfo) -> tuple[str, str] | None:
     """(namespace, name) of the AppGroup a pod label pins, or None when no pin label is set."""
+    return pinned_appgroup_of(pod.namespace, pod.labels)
+
+
+def pinned_appgroup_of(namespace: str, labels: Mapping[str, str]) -> tuple[str, str] | None:
     for label in APPGROUP_PIN_LABELS:
-        value = pod.labels.get(label)
+        value = labels.get(label)
         if value:
             if "/" in value:
-                namespace, _, name = value.partition("/")
-                return (namespace, name)
-            return (pod.namespace, value)
+                pin_namespace, _, name = value.partition("/")
+                return (pin_namespace, name)
+            return (namespace, value)
     return None
 
 
 def resolve_workload(state: ClusterState, pod: PodInfo) -> tuple[WorkloadRef | None, tuple[str, ...]]:
-    """Find the pod's workload: AppGroups in the pod's namespace whose workload selector matches.
+    """The pod's workload among the state's AppGroups (see ``resolve_in``)."""
+    return resolve_in(state.appgroups, namespace=pod.namespace, labels=pod.labels)
+
+
+def resolve_in(appgroups: Sequence[AppGroupSpec], *, namespace: str, labels: Mapping[str, str]
+               ) -> tuple[WorkloadRef | None, tuple[str, ...]]:
+    """Find a pod's workload: AppGroups in the pod's namespace whose workload selector matches.
 
     A pin label restricts the search to that one AppGroup. Without a pin, AppGroups are tried in
     (name) order and the first matching workload wins; a note reports any ambiguity.
     """
     notes: list[str] = []
-    pin = pinned_appgroup(pod)
+    pin = pinned_appgroup_of(namespace, labels)
     if pin is not None:
-        groups = [g for g in state.appgroups if (g.namespace, g.name) == pin]
+        groups = [g for g in appgroups if (g.namespace, g.name) == pin]
         if not groups:
             return None, (f"AppGroup {pin[0]}/{pin[1]} named by the pod's label does not exist",)
     else:
-        groups = sorted((g for g in state.appgroups if g.namespace == pod.namespace), key=lambda g: g.name)
+        groups = sorted((g for g in appgroups if g.namespace == namespace), key=lambda g: g.name)
     matches: list[WorkloadRef] = []
     for group in groups:
-        workload = group.workload_for_labels(pod.labels)
+        workload = group.workload_for_labels(labels)
         if workload is not None:
             matches.append(WorkloadRef(group, workload))
     if not matches:
@@ -94,11 +106,6 @@ def topology_positions(topology: Topology, names: Sequence[str]) -> np.ndarray:
     return lookup(topology.index, names)
 
 
-def lookup(index: Mapping[str, int], names: Sequence[str]) -> np.ndarray:
-    """index[name] for every name, -1 where missing (map over dict.get: the fastest pure-Python way)."""
-    return np.fromiter(map(index.get, names, repeat(-1)), dtype=np.int64, count=len(names))
-
-
 def unique_counts(positions: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct node positions and how many placed pods sit on each."""
     arr = np.asarray(positions, dtype=np.int64)
@@ -110,15 +117,7 @@ def unique_counts(positions: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np
 
 def node_zone_region(state: ClusterState, name: str) -> tuple[str, str]:
     """Zone and region of a node: the cluster's node labels first, then the topology's view."""
-    node = state.nodes.get(name)
-    zone = node.zone if node is not None else ""
-    region = node.region if node is not None else ""
-    if not zone or not region:
-        pos = state.topology.index.get(name)
-        if pos is not None:
-            zone = zone or state.topology.zones[pos]
-            region = region or state.topology.regions[pos]
-    return zone, region
+    return zone_region(state.nodes, state.topology, name)
 
 
 def param_float(params: Mapping[str, object], key: str, default: float, *, low: float | None = None,

@@ -28,6 +28,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .state import ClusterState, NodeResources, PodInfo
 
 MAX_NODE_SCORE = 100
@@ -277,3 +279,70 @@ def combine_with_extender(
         name: plugin_total.get(name, 0) + extender_scores.get(name, 0) * extender_weight * factor
         for name in plugin_total.keys() | extender_scores.keys()
     }
+
+
+# --- vectorized (numpy) forms: the same integer arithmetic over arrays of candidate nodes ----------
+
+
+@dataclass(frozen=True)
+class NodeArrays:
+    """Candidates as columns: allocatable and requested cpu/memory, and each node's zone code
+    (-1: no zone label; PodTopologySpread then ignores the node, as with system defaults)."""
+
+    alloc_cpu: np.ndarray
+    alloc_mem: np.ndarray
+    req_cpu: np.ndarray
+    req_mem: np.ndarray
+    zone: np.ndarray
+
+
+def least_allocated_scores(nodes: NodeArrays, pod: PodInfo) -> np.ndarray:
+    """``node_resources_fit_scores`` over arrays (int64)."""
+    cpu, memory = non_zero_request(pod)
+    total = np.zeros(nodes.alloc_cpu.size, dtype=np.int64)
+    for req, cap in ((nodes.req_cpu + cpu, nodes.alloc_cpu), (nodes.req_mem + memory, nodes.alloc_mem)):
+        req, cap = req.astype(np.int64), cap.astype(np.int64)
+        ok = (cap != 0) & (req <= cap)
+        total += np.where(ok, (cap - req) * MAX_NODE_SCORE // np.where(ok, cap, 1), 0)
+    return total // 2
+
+
+def balanced_allocation_vector(nodes: NodeArrays, pod: PodInfo) -> np.ndarray:
+    """``balanced_allocation_scores`` over arrays (int64)."""
+    fractions = []
+    for req, cap in ((nodes.req_cpu + pod.cpu_request_millicores, nodes.alloc_cpu),
+                     (nodes.req_mem + pod.memory_request_bytes, nodes.alloc_mem)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fractions.append(np.where(cap != 0, np.minimum(req / np.where(cap != 0, cap, 1), 1.0), np.nan))
+    both = ~np.isnan(fractions[0]) & ~np.isnan(fractions[1])
+    std = np.where(both, np.abs(np.nan_to_num(fractions[0]) - np.nan_to_num(fractions[1])) / 2, 0.0)
+    return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+
+
+def pod_topology_spread_vector(nodes: NodeArrays, hostname_counts: np.ndarray, zone_totals: np.ndarray,
+                               constraints: Sequence[SpreadConstraint] = SYSTEM_DEFAULT_CONSTRAINTS) -> np.ndarray:
+    """``pod_topology_spread_scores`` with the system default constraints (zone + hostname) over arrays.
+
+    ``hostname_counts``: matching pods on each candidate; ``zone_totals``: matching pods per zone code
+    over every node of the cluster that carries the labels (kube-scheduler's PreScore walks them all)."""
+    n = nodes.zone.size
+    out = np.zeros(n, dtype=np.int64)
+    counted = nodes.zone >= 0
+    if not counted.any():
+        return out
+    zones = nodes.zone[counted]
+    score = np.zeros(zones.size)
+    for c in constraints:
+        if c.topology_key == HOSTNAME_KEY:
+            domains = zones.size  # every counted candidate is its own hostname domain
+            cnt = hostname_counts[counted]
+        elif c.topology_key == ZONE_KEY:
+            domains = np.unique(zones).size
+            cnt = zone_totals[zones]
+        else:
+            raise ValueError(f"vectorized PodTopologySpread knows zone and hostname, not {c.topology_key}")
+        score = score + cnt * math.log(domains + 2) + (c.max_skew - 1)
+    raw = np.floor(score + 0.5).astype(np.int64)
+    low, high = int(raw.min()), int(raw.max())
+    out[counted] = MAX_NODE_SCORE if high == 0 else MAX_NODE_SCORE * (high + low - raw) // high
+    return out

@@ -15,12 +15,9 @@ plugins' 0..100 sums. We compute a 0..100 weighted mean and hand back ``floor(to
 from __future__ import annotations
 
 import math
-import os
-import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from itertools import compress
 from typing import Any
 
@@ -67,6 +64,11 @@ class Profile:
     filters: tuple[str, ...] = ()
     params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
+    @cached_property
+    def parsed(self) -> dict[str, dict[str, Any]]:
+        """``validate_profile(self)``, once per (immutable) profile; an invalid one raises every time."""
+        return validate_profile(self)
+
 
 @dataclass(frozen=True)
 class FilterOutcome:
@@ -101,16 +103,13 @@ class Diagnosis:
 
 
 @dataclass(eq=False)
-class _Memo:
-    """What one (ClusterState, pod, candidate tuple) resolves to, shared by filter and prioritize.
+class _Resolved:
+    """What one (pod, candidate tuple) resolves to against one state, shared by filter and
+    prioritize through the state's memo (``state.memo``): a pure function of the three, so serving
+    it again can never differ from recomputing it. ``results`` holds outcomes and intermediate
+    results computed so far (filter/score outcomes per profile, NetworkOverhead maps, Algorithm 2's
+    terms, usage rows)."""
 
-    Everything here is a pure function of the three key parts (the state is frozen and rebuilt on
-    any change), so serving it again can never differ from recomputing it. ``results`` holds the
-    outcomes and intermediate results computed so far (filter/score outcomes per profile, the
-    NetworkOverhead maps, Algorithm 2's terms).
-    """
-
-    state: weakref.ref[ClusterState]
     candidates: tuple[str, ...]
     ref: WorkloadRef | None
     ref_notes: tuple[str, ...]
@@ -119,80 +118,7 @@ class _Memo:
     results: dict[Hashable, Any] = field(default_factory=dict)
 
 
-class _MemoStore:
-    """LRU of ``_Memo`` keyed by (id(state), pod key, candidates), bounded in entries and in the
-    total number of candidate names held. An id is only trusted together with a weak reference to
-    the state it was taken from (ids are reused after garbage collection); entries of states that
-    are gone are dropped when a new state shows up."""
-
-    def __init__(self, max_entries: int = 256, max_names: int = 100_000) -> None:
-        self.max_entries = max_entries
-        self.max_names = max_names
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[Hashable, _Memo] = OrderedDict()
-        self._names = 0
-        self._last_state = 0
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key: Hashable, state: ClusterState) -> _Memo | None:
-        with self._lock:
-            memo = self._entries.get(key)
-            if memo is None or memo.state() is not state:
-                self.misses += 1
-                return None
-            self._entries.move_to_end(key)
-            self.hits += 1
-            return memo
-
-    def put(self, key: Hashable, memo: _Memo) -> None:
-        size = len(memo.candidates)
-        if size > self.max_names:
-            return
-        with self._lock:
-            state_id = key[0] if isinstance(key, tuple) else 0
-            if state_id != self._last_state:  # a new state: forget the dead ones' entries
-                self._last_state = state_id
-                for k in [k for k, m in self._entries.items() if m.state() is None]:
-                    self._names -= len(self._entries.pop(k).candidates)
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._names -= len(old.candidates)
-            self._entries[key] = memo
-            self._names += size
-            while len(self._entries) > self.max_entries or self._names > self.max_names:
-                _, evicted = self._entries.popitem(last=False)
-                self._names -= len(evicted.candidates)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._names = 0
-            self.hits = self.misses = 0
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-_MEMO = _MemoStore()
-_memo_enabled = os.environ.get("NETAWARE_ENGINE_MEMO", "1").strip().lower() not in ("0", "false", "no", "off")
 _POD_FIELDS = tuple(f.name for f in fields(PodInfo))
-
-
-def set_memo_enabled(enabled: bool) -> None:
-    """Turn the per-pod memo on or off (``NETAWARE_ENGINE_MEMO=0`` at start-up). While off it is
-    neither read nor filled; what it holds stays valid (entries are tied to their state object)."""
-    global _memo_enabled
-    _memo_enabled = bool(enabled)
-
-
-def clear_memo() -> None:
-    _MEMO.clear()
-
-
-def memo_stats() -> dict[str, int]:
-    """Entries, hits and misses of the per-pod memo (for benchmarks and diagnostics)."""
-    return {"entries": len(_MEMO), "hits": _MEMO.hits, "misses": _MEMO.misses}
 
 
 def _pod_key(pod: PodInfo) -> tuple[Any, ...] | None:
@@ -216,19 +142,25 @@ class _Context:
     positions: np.ndarray  # topology position, -1 = not in the topology
     notes: list[str]
     known: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # in topology or state
-    memo: _Memo | None = None
+    resolved: _Resolved | None = None  # None: nothing is memoized for this call
     pod_key: tuple[Any, ...] | None = None
 
     def remember(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """``compute()``, or what it returned before for this state, pod and candidates."""
-        if self.memo is None:
+        if self.resolved is None:
             return compute()
-        results = self.memo.results
+        results = self.resolved.results
         if key in results:
             return results[key]
         value = compute()
         results[key] = value
         return value
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The candidates' rows in the state's usage arrays (read-only)."""
+        rows: np.ndarray = self.remember(("rows",), lambda: _readonly(self.state.indexes.usage.rows(self.candidates)))
+        return rows
 
 
 # ---------------------------------------------------------------- parameter parsing
@@ -379,21 +311,21 @@ def _score_overhead(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
 
 
 def _score_water(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
-    return load_aware.water_level_scores(ctx.state, ctx.pod, ctx.candidates, **p)
+    return load_aware.water_level_scores(ctx.state, ctx.pod, ctx.candidates, **p, rows=ctx.rows)
 
 
 def _score_tlp(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
-    return load_aware.target_load_packing_scores(ctx.state, ctx.pod, ctx.candidates, **p)
+    return load_aware.target_load_packing_scores(ctx.state, ctx.pod, ctx.candidates, **p, rows=ctx.rows)
 
 
 def _score_lvrb(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
-    return load_aware.load_variation_risk_scores(ctx.state, ctx.pod, ctx.candidates, **p)
+    return load_aware.load_variation_risk_scores(ctx.state, ctx.pod, ctx.candidates, **p, rows=ctx.rows)
 
 
 def _bw_risk(ctx: _Context, margin: float, sensitivity: float) -> np.ndarray:
     """Node bandwidth risk, shared by the bandwidth-risk filter and scorer (read-only)."""
     result: np.ndarray = ctx.remember(("bw-risk", margin, sensitivity), lambda: _readonly(bandwidth.bandwidth_risk(
-        ctx.state, ctx.pod, ctx.candidates, margin=margin, sensitivity=sensitivity)))
+        ctx.state, ctx.pod, ctx.candidates, margin=margin, sensitivity=sensitivity, rows=ctx.rows)))
     return result
 
 
@@ -426,7 +358,7 @@ def _filter_bw_risk(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
 
 
 def _filter_overload(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
-    return load_aware.overload_failures(ctx.state, ctx.candidates, **p), {}
+    return load_aware.overload_failures(ctx.state, ctx.candidates, **p, rows=ctx.rows), {}
 
 
 @dataclass(frozen=True)
@@ -616,70 +548,46 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-def _context(state: ClusterState, pod: PodInfo, candidates: Sequence[str]) -> _Context:
+def _context(state: ClusterState, pod: PodInfo, candidates: Sequence[str], memo: bool) -> _Context:
     names = tuple(map(str, candidates))
-    pod_key = _pod_key(pod) if _memo_enabled else None
-    key = (id(state), pod_key, names) if pod_key is not None else None
-    memo = _MEMO.get(key, state) if key is not None else None
-    if memo is None:
+    pod_key = _pod_key(pod) if memo else None
+    key = (pod_key, names) if pod_key is not None else None
+    resolved: _Resolved | None = state.memo.get(key) if key is not None else None
+    if resolved is None:
         ref, ref_notes = resolve_workload(state, pod)
         positions = _readonly(topology_positions(state.topology, names))
-        memo = _Memo(weakref.ref(state), names, ref, ref_notes, positions,
-                     _readonly(_known_mask(state, names, positions)))
+        resolved = _Resolved(names, ref, ref_notes, positions, _readonly(_known_mask(state, names, positions)))
         if key is not None:
-            _MEMO.put(key, memo)
-    ctx = _Context(state, pod, memo.candidates, memo.ref, memo.positions, list(memo.ref_notes), memo.known,
-                   memo if key is not None else None, pod_key)
-    if memo.ref is None:
+            state.memo.put(key, resolved, size=len(names))
+    ctx = _Context(state, pod, resolved.candidates, resolved.ref, resolved.positions, list(resolved.ref_notes),
+                   resolved.known, resolved if key is not None else None, pod_key)
+    if resolved.ref is None:
         ctx.notes.append("pod matches no AppGroup workload: every node passes with neutral scores")
     unknown = ~ctx.known
     if unknown.any():
-        listed = ", ".join(np.array(memo.candidates, dtype=object)[unknown][:10])
+        listed = ", ".join(np.array(resolved.candidates, dtype=object)[unknown][:10])
         ctx.notes.append(f"{int(unknown.sum())} candidate node(s) unknown to the topology and the cluster: {listed}")
     return ctx
 
 
 def _remember_survivors(ctx: _Context, keep: np.ndarray, passed: tuple[str, ...]) -> None:
     """Prioritize usually comes next with exactly the nodes that passed: give it the subset of this
-    context (positions, workload, NetworkOverhead maps) indexed from the arrays already built."""
-    memo = ctx.memo
-    if memo is None or ctx.pod_key is None:
+    context (positions, workload, NetworkOverhead maps, usage rows) indexed from the arrays built."""
+    resolved = ctx.resolved
+    if resolved is None or ctx.pod_key is None:
         return
-    state = memo.state()
-    if state is None:
-        return
-    sub = _Memo(memo.state, passed, memo.ref, memo.ref_notes, _readonly(memo.positions[keep]),
-                _readonly(memo.known[keep]))
-    over = memo.results.get(("overhead",))
+    sub = _Resolved(passed, resolved.ref, resolved.ref_notes, _readonly(resolved.positions[keep]),
+                    _readonly(resolved.known[keep]))
+    over = resolved.results.get(("overhead",))
     if over is not None:
         sub.results[("overhead",)] = network_overhead.OverheadResult(
             over.costs[keep], over.satisfied[keep], over.violated[keep], has_dependencies=over.has_dependencies)
-    for key, value in memo.results.copy().items():
+    for key, value in resolved.results.copy().items():
         if key == ("terms",):  # per workload, not per candidate
             sub.results[key] = value
-        elif isinstance(key, tuple) and key[0] == "bw-risk":  # per candidate
+        elif isinstance(key, tuple) and key[0] in ("bw-risk", "rows"):  # per candidate
             sub.results[key] = _readonly(value[keep])
-    _MEMO.put((id(state), ctx.pod_key, passed), sub)
-    load_aware.usage_arrays(state).narrow(memo.candidates, keep, passed)
-
-
-_validated: OrderedDict[int, tuple[Profile, dict[str, dict[str, Any]]]] = OrderedDict()
-_validated_lock = threading.Lock()
-
-
-def _parsed_params(profile: Profile) -> dict[str, dict[str, Any]]:
-    """``validate_profile`` once per Profile object (frozen; the entry keeps it alive, so its id
-    cannot be reused while cached). Invalid profiles raise every time."""
-    with _validated_lock:
-        hit = _validated.get(id(profile))
-        if hit is not None and hit[0] is profile:
-            return hit[1]
-    parsed = validate_profile(profile)
-    with _validated_lock:
-        _validated[id(profile)] = (profile, parsed)
-        while len(_validated) > 64:
-            _validated.popitem(last=False)
-    return parsed
+    ctx.state.memo.put((ctx.pod_key, passed), sub, size=len(passed))
 
 
 def to_extender_scores(total: np.ndarray) -> np.ndarray:
@@ -688,15 +596,16 @@ def to_extender_scores(total: np.ndarray) -> np.ndarray:
                    MAX_EXTENDER_PRIORITY).astype(np.int64)
 
 
-def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], profile: Profile) -> FilterOutcome:
+def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], profile: Profile, *,
+                memo: bool = True) -> FilterOutcome:
     """Apply the profile's filters. Unknown nodes pass (with a note); a pod in no AppGroup passes.
 
-    Memoized per (state, pod, candidates, profile) and the survivors' context is kept for the
-    prioritize call that follows (see docs/scoring.md, "Per-pod memo")."""
-    parsed = _parsed_params(profile) if _memo_enabled else validate_profile(profile)
-    ctx = _context(state, pod, candidates)
+    With ``memo``, memoized per (state, pod, candidates, profile) in ``state.memo``, and the
+    survivors' context is kept for the prioritize call that follows (docs/scoring.md, "Per-pod memo")."""
+    parsed = profile.parsed if memo else validate_profile(profile)
+    ctx = _context(state, pod, candidates, memo)
     key = ("filter", id(profile))
-    hit = ctx.memo.results.get(key) if ctx.memo is not None else None
+    hit = ctx.resolved.results.get(key) if ctx.resolved is not None else None
     if hit is not None and hit[0] is profile:
         out: FilterOutcome = hit[1]
         return FilterOutcome(out.passed, dict(out.failed), dict(out.unresolvable), out.workload, out.notes)
@@ -724,8 +633,8 @@ def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
     else:
         passed = ctx.candidates
     outcome = FilterOutcome(passed, failed, unresolvable, ctx.ref.label if ctx.ref else None, tuple(ctx.notes))
-    if ctx.memo is not None:
-        ctx.memo.results[key] = (profile, FilterOutcome(passed, dict(failed), dict(unresolvable), outcome.workload,
+    if ctx.resolved is not None:
+        ctx.resolved.results[key] = (profile, FilterOutcome(passed, dict(failed), dict(unresolvable), outcome.workload,
                                                         outcome.notes))
     return outcome
 
@@ -735,14 +644,15 @@ def _copy_scores(out: ScoreOutcome) -> ScoreOutcome:
                         {k: v.copy() for k, v in out.breakdown.items()}, out.workload, out.notes)
 
 
-def run_scorers(state: ClusterState, pod: PodInfo, candidates: Sequence[str], profile: Profile) -> ScoreOutcome:
+def run_scorers(state: ClusterState, pod: PodInfo, candidates: Sequence[str], profile: Profile, *,
+                memo: bool = True) -> ScoreOutcome:
     """Weighted mean (0..100) of the profile's scorers per candidate, plus the 0..10 extender score.
 
     Memoized like ``run_filters``; the caller always gets its own arrays."""
-    parsed = _parsed_params(profile) if _memo_enabled else validate_profile(profile)
-    ctx = _context(state, pod, candidates)
+    parsed = profile.parsed if memo else validate_profile(profile)
+    ctx = _context(state, pod, candidates, memo)
     key = ("score", id(profile))
-    hit = ctx.memo.results.get(key) if ctx.memo is not None else None
+    hit = ctx.resolved.results.get(key) if ctx.resolved is not None else None
     if hit is not None and hit[0] is profile:
         return _copy_scores(hit[1])
     n = len(ctx.candidates)
@@ -763,8 +673,8 @@ def run_scorers(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
     total = total / weight_sum if weight_sum > 0 else np.full(n, NEUTRAL_SCORE)
     outcome = ScoreOutcome(ctx.candidates, total, to_extender_scores(total), breakdown,
                            ctx.ref.label if ctx.ref else None, tuple(dict.fromkeys(ctx.notes)))
-    if ctx.memo is not None:
-        ctx.memo.results[key] = (profile, _copy_scores(outcome))
+    if ctx.resolved is not None:
+        ctx.resolved.results[key] = (profile, _copy_scores(outcome))
     return outcome
 
 
@@ -830,7 +740,7 @@ def explain(state: ClusterState, pod: PodInfo) -> Diagnosis:
                             "(scored over the metrics present)")
     if (workload.dependencies or dependents) and not any_placed:
         info.append("no dependency or dependent is placed: the network-score uses cold start")
-    ext = network_score.topology_extrema(topo) if topo.size else None
+    ext = state.indexes.vectors.extrema if topo.size else None
     if ext is not None and not all(np.isfinite(v) for v in (ext.min_latency, ext.max_latency, ext.min_bandwidth,
                                                               ext.max_bandwidth, ext.min_lossrate, ext.max_lossrate)):
         problems.append("topology extrema are unknown for at least one metric (no measurements at all)")

@@ -8,14 +8,12 @@ must never strand a pod because Prometheus is behind.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from .common import MAX_NODE_SCORE, NEUTRAL_SCORE, lookup
+from .common import MAX_NODE_SCORE, NEUTRAL_SCORE
+from .indexes import UsageArrays
 from .state import ClusterState, NodeUsage, PodInfo
 
 # Windows (15 min, 1 h, 1 d) and how much each counts for a node's water level and the target.
@@ -37,86 +35,8 @@ def _f(value: float | None) -> float:
     return float("nan") if value is None else float(value)
 
 
-@dataclass(frozen=True)
-class UsageArrays:
-    """Column arrays of a ClusterState's usage and allocatable (NaN = unknown, stale rows blanked),
-    built once per state so per-request scoring is vectorized."""
-
-    index: dict[str, int]
-    cpu: np.ndarray  # (3, m): 15 min, 1 h, 1 d
-    mem: np.ndarray  # (3, m)
-    cpu_std: np.ndarray
-    mem_std: np.ndarray
-    net_mean: np.ndarray
-    net_std: np.ndarray
-    net_cap: np.ndarray
-    alloc_cpu: np.ndarray  # 0 = unknown
-    alloc_mem: np.ndarray
-    req_cpu: np.ndarray  # requested by bound pods (kube-scheduler's view)
-    req_mem: np.ndarray
-    # Last candidate sequence looked up (the engine passes one tuple to every scorer of a request).
-    _last: list[tuple[Sequence[str], np.ndarray]] = field(default_factory=list, compare=False, repr=False)
-
-    def rows(self, candidates: Sequence[str]) -> np.ndarray:
-        """Row of each candidate; -1 when the state knows neither its usage nor its resources."""
-        last = self._last[0] if self._last else None
-        if last is not None and last[0] is candidates:
-            return last[1]
-        index = self.index
-        rows = lookup(index, candidates)
-        if isinstance(candidates, tuple):
-            self._last[:] = [(candidates, rows)]
-        return rows
-
-    def narrow(self, candidates: tuple[str, ...], keep: np.ndarray, subset: tuple[str, ...]) -> None:
-        """If ``candidates`` was the last lookup, remember ``rows[keep]`` as the rows of ``subset``
-        (the nodes that passed the filters, which prioritize scores next) instead of looking them up."""
-        last = self._last[0] if self._last else None
-        if last is not None and last[0] is candidates:
-            self._last[:] = [(subset, last[1][keep])]
-
-    def take(self, arr: np.ndarray, rows: np.ndarray, fill: float = float("nan")) -> np.ndarray:
-        """arr[..., rows] with ``fill`` where the row is -1."""
-        if arr.shape[-1] == 0:
-            return np.full((*arr.shape[:-1], rows.size), fill)
-        out = arr[..., np.where(rows >= 0, rows, 0)]
-        return np.where(rows >= 0, out, fill)
-
-
-_arrays: dict[int, tuple[weakref.ref[ClusterState], UsageArrays]] = {}
-_arrays_lock = threading.Lock()
-
-
-def usage_arrays(state: ClusterState) -> UsageArrays:
-    key = id(state)
-    with _arrays_lock:
-        hit = _arrays.get(key)
-        if hit is not None and hit[0]() is state:
-            return hit[1]
-    names = list(dict.fromkeys([*state.usage, *state.nodes]))
-    m = len(names)
-    cpu = np.full((3, m), np.nan)
-    mem = np.full((3, m), np.nan)
-    cols = np.full((5, m), np.nan)
-    alloc = np.zeros((4, m))
-    for i, name in enumerate(names):
-        u = _usable(state.usage.get(name))
-        if u is not None:
-            cpu[:, i] = (_f(u.cpu_15m), _f(u.cpu_1h), _f(u.cpu_1d))
-            mem[:, i] = (_f(u.mem_15m), _f(u.mem_1h), _f(u.mem_1d))
-            cols[:, i] = (_f(u.cpu_stddev_1h), _f(u.mem_stddev_1h), _f(u.net_used_bps_mean),
-                          _f(u.net_used_bps_stddev), _f(u.net_capacity_bps))
-        node = state.nodes.get(name)
-        if node is not None:
-            alloc[:, i] = (node.allocatable_cpu_millicores, node.allocatable_memory_bytes,
-                           node.requested_cpu_millicores, node.requested_memory_bytes)
-    arrays = UsageArrays({n: i for i, n in enumerate(names)}, cpu, mem, cols[0], cols[1], cols[2], cols[3],
-                         cols[4], alloc[0], alloc[1], alloc[2], alloc[3])
-    with _arrays_lock:
-        for k in [k for k, (ref, _) in _arrays.items() if ref() is None]:
-            del _arrays[k]
-        _arrays[key] = (weakref.ref(state), arrays)
-    return arrays
+def _rows(arrays: UsageArrays, candidates: Sequence[str], rows: np.ndarray | None) -> np.ndarray:
+    return rows if rows is not None else arrays.rows(candidates)
 
 
 def _windows_of(arrays: UsageArrays, resource: str) -> np.ndarray:
@@ -147,7 +67,7 @@ def cluster_target(state: ClusterState, resource: str, *, average_weight: float 
                    ) -> float | None:
     """Dynamic cluster target (percent) over all nodes with fresh usage: per window a blend of the
     cluster average and the least-loaded node, then window-weighted."""
-    values = _windows_of(usage_arrays(state), resource)
+    values = _windows_of(state.indexes.usage, resource)
     num = den = 0.0
     for k, weight in enumerate(WINDOW_WEIGHTS):
         row = values[k][~np.isnan(values[k])]
@@ -181,10 +101,12 @@ def _request(pod: PodInfo, resource: str) -> float:
 def water_level_scores(state: ClusterState, pod: PodInfo, candidates: Sequence[str], *,
                        average_weight: float = DEFAULT_AVERAGE_WEIGHT,
                        hot_spot_penalty: float = DEFAULT_HOT_SPOT_PENALTY,
-                       cpu_weight: float = 0.5, memory_weight: float = 0.5) -> np.ndarray:
-    """Water-level score per candidate (0..100) minus the hot-spot penalty for recent bindings."""
-    arrays = usage_arrays(state)
-    rows = arrays.rows(candidates)
+                       cpu_weight: float = 0.5, memory_weight: float = 0.5,
+                       rows: np.ndarray | None = None) -> np.ndarray:
+    """Water-level score per candidate (0..100) minus the hot-spot penalty for recent bindings.
+    ``rows``: the candidates' rows in the state's usage arrays, when the caller has them."""
+    arrays = state.indexes.usage
+    rows = _rows(arrays, candidates, rows)
     num = np.zeros(len(candidates))
     den = np.zeros(len(candidates))
     for resource, weight in (("cpu", cpu_weight), ("memory", memory_weight)):
@@ -206,10 +128,11 @@ def water_level_scores(state: ClusterState, pod: PodInfo, candidates: Sequence[s
 
 
 def target_load_packing_scores(state: ClusterState, pod: PodInfo, candidates: Sequence[str], *,
-                               target_utilization: float = DEFAULT_TARGET_UTILIZATION) -> np.ndarray:
+                               target_utilization: float = DEFAULT_TARGET_UTILIZATION,
+                               rows: np.ndarray | None = None) -> np.ndarray:
     """Trimaran TargetLoadPacking on CPU: predicted = measured (15 min, else 1 h) + pod request."""
-    arrays = usage_arrays(state)
-    rows = arrays.rows(candidates)
+    arrays = state.indexes.usage
+    rows = _rows(arrays, candidates, rows)
     cpu = arrays.take(arrays.cpu, rows)
     measured = np.where(np.isnan(cpu[0]), cpu[1], cpu[0])
     predicted = 100.0 * (measured + _request_fraction(arrays, rows, _request(pod, "cpu"), "cpu"))
@@ -219,11 +142,12 @@ def target_load_packing_scores(state: ClusterState, pod: PodInfo, candidates: Se
 
 def load_variation_risk_scores(state: ClusterState, pod: PodInfo, candidates: Sequence[str], *,
                                margin: float = DEFAULT_LVRB_MARGIN,
-                               sensitivity: float = DEFAULT_LVRB_SENSITIVITY) -> np.ndarray:
+                               sensitivity: float = DEFAULT_LVRB_SENSITIVITY,
+                               rows: np.ndarray | None = None) -> np.ndarray:
     """Trimaran LoadVariationRiskBalancing: per resource (1 - (mu + margin sigma^(1/s)) / 2) * 100
     with mu = 1 h mean + request, sigma = 1 h stddev (fractions); the node gets the minimum."""
-    arrays = usage_arrays(state)
-    rows = arrays.rows(candidates)
+    arrays = state.indexes.usage
+    rows = _rows(arrays, candidates, rows)
     best = np.full(len(candidates), np.inf)
     for resource, windows, std in (("cpu", arrays.cpu, arrays.cpu_std), ("memory", arrays.mem, arrays.mem_std)):
         mean = arrays.take(windows[1], rows)
@@ -237,10 +161,11 @@ def load_variation_risk_scores(state: ClusterState, pod: PodInfo, candidates: Se
 
 def overload_failures(state: ClusterState, candidates: Sequence[str], *,
                       cpu_threshold: float = DEFAULT_OVERLOAD_THRESHOLD,
-                      memory_threshold: float = DEFAULT_OVERLOAD_THRESHOLD) -> dict[str, str]:
+                      memory_threshold: float = DEFAULT_OVERLOAD_THRESHOLD,
+                      rows: np.ndarray | None = None) -> dict[str, str]:
     """Reject nodes whose recent (15 min, else 1 h) utilisation is above the threshold."""
-    arrays = usage_arrays(state)
-    rows = arrays.rows(candidates)
+    arrays = state.indexes.usage
+    rows = _rows(arrays, candidates, rows)
     failures: dict[str, str] = {}
     for label, windows, limit in (("memory", arrays.mem, memory_threshold), ("CPU", arrays.cpu, cpu_threshold)):
         values = arrays.take(windows, rows)

@@ -17,8 +17,6 @@ Followed from pkg/networkaware/networkoverhead/networkoverhead.go:
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,7 +24,7 @@ import numpy as np
 
 from apps.topology.topomath import SAME_NODE_COST, SAME_ZONE_COST, UNKNOWN_COST
 
-from .common import MAX_NODE_SCORE, WorkloadRef, lookup, node_zone_region, placed_nodes
+from .common import MAX_NODE_SCORE, WorkloadRef, lookup, placed_nodes
 from .state import ClusterState
 
 MAX_COST = UNKNOWN_COST
@@ -40,61 +38,6 @@ class OverheadResult:
     has_dependencies: bool  # False = upstream's "score all nodes equally"
 
 
-@dataclass(frozen=True)
-class _Places:
-    """Zone/region codes of every node the state knows, and cost matrices between the codes."""
-
-    index: dict[str, int]
-    zone: np.ndarray
-    region: np.ndarray
-    blank: np.ndarray  # neither zone nor region known
-    zone_cost: np.ndarray  # (nz, nz), NaN = not defined
-    region_cost: np.ndarray  # (nr, nr)
-
-
-_places: dict[int, tuple[weakref.ref[ClusterState], _Places]] = {}
-_places_lock = threading.Lock()
-
-
-def _state_places(state: ClusterState) -> _Places:
-    key = id(state)
-    with _places_lock:
-        hit = _places.get(key)
-        if hit is not None and hit[0]() is state:
-            return hit[1]
-    names = list(dict.fromkeys([*state.nodes, *state.topology.nodes]))
-    zr = [node_zone_region(state, name) for name in names]
-    zones: dict[str, int] = {"": 0}
-    regions: dict[str, int] = {"": 0}
-    for z, r in zr:
-        zones.setdefault(z, len(zones))
-        regions.setdefault(r, len(regions))
-    for a, b in state.topology.zone_costs:
-        zones.setdefault(a, len(zones))
-        zones.setdefault(b, len(zones))
-    for a, b in state.topology.region_costs:
-        regions.setdefault(a, len(regions))
-        regions.setdefault(b, len(regions))
-    zone_cost = np.full((len(zones), len(zones)), np.nan)
-    for (a, b), value in state.topology.zone_costs.items():
-        zone_cost[zones[a], zones[b]] = value
-    region_cost = np.full((len(regions), len(regions)), np.nan)
-    for (a, b), value in state.topology.region_costs.items():
-        region_cost[regions[a], regions[b]] = value
-    places = _Places(
-        {n: i for i, n in enumerate(names)},
-        np.array([zones[z] for z, _ in zr], dtype=np.int64),
-        np.array([regions[r] for _, r in zr], dtype=np.int64),
-        np.array([not z and not r for z, r in zr], dtype=bool),
-        zone_cost, region_cost,
-    )
-    with _places_lock:
-        for k in [k for k, (ref, _) in _places.items() if ref() is None]:
-            del _places[k]
-        _places[key] = (weakref.ref(state), places)
-    return places
-
-
 def overhead(state: ClusterState, ref: WorkloadRef, candidates: Sequence[str]) -> OverheadResult:
     """Accumulated cost and satisfied/violated counts of every candidate (PreFilter's maps)."""
     c = len(candidates)
@@ -105,7 +48,7 @@ def overhead(state: ClusterState, ref: WorkloadRef, candidates: Sequence[str]) -
     placed = [(dep, placed_nodes(state, ref.group, dep.target)) for dep in deps]
     if not deps or not any(nodes for _, nodes in placed):
         return OverheadResult(costs, satisfied, violated, has_dependencies=bool(deps))
-    places = _state_places(state)
+    places = state.indexes.places
     index = places.index
     # Costs depend only on (zone, region) "places", except on the same node: work on the few distinct
     # candidate and target places, then correct the same-node pairs.

@@ -21,9 +21,6 @@ number of dependency terms and U the distinct nodes hosting their pods.
 from __future__ import annotations
 
 import os
-import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,171 +30,25 @@ from apps.appgroups.graph import Sensitivity
 from apps.topology.topomath import Topology
 
 from .common import MAX_NODE_SCORE, WorkloadRef, placed_nodes, unique_counts
+from .indexes import (
+    Extrema,
+    TopologyVectors,
+    normalize_bandwidth,
+    normalize_latency,
+    normalize_loss,
+    topology_extrema,
+)
 from .state import ClusterState
+
+__all__ = ["Extrema", "TopologyVectors", "compute_score", "network_scores", "normalize_bandwidth",
+           "normalize_latency", "normalize_loss", "pair_scores", "term_averages", "topology_extrema"]
 
 DEFAULT_SAME_NODE_SCORE = 0.8
 UNREACHABLE_NODE_SCORE = 0.0
 # Score of a pair whose present metrics all carry sensitivity 0 (no information on what matters).
 NO_INFORMATION_PAIR_SCORE = 0.5
-_CACHE_BYTES = 100 * 2**20
-_STACK_BYTES = 128 * 2**20
 # OpenBLAS reads its thread count at load time; with one thread a BLAS matmul is the fastest path.
 _BLAS_SINGLE_THREADED = any(os.environ.get(v) == "1" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"))
-
-
-@dataclass(frozen=True)
-class Extrema:
-    min_latency: float
-    max_latency: float
-    min_bandwidth: float
-    max_bandwidth: float
-    min_lossrate: float
-    max_lossrate: float
-
-
-def _offdiag_extrema(arr: np.ndarray) -> tuple[float, float]:
-    n = arr.shape[0]
-    if n < 2:
-        return float("nan"), float("nan")
-    mask = ~np.eye(n, dtype=bool)
-    values = arr[mask]
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return float("nan"), float("nan")
-    return float(values.min()), float(values.max())
-
-
-def topology_extrema(topology: Topology) -> Extrema:
-    """The topology's six extrema; any that are NaN are recomputed from off-diagonal pairs."""
-    got = [topology.min_latency, topology.max_latency, topology.min_bandwidth, topology.max_bandwidth,
-           topology.min_lossrate, topology.max_lossrate]
-    if all(np.isfinite(v) for v in got):
-        return Extrema(*got)
-    lat = _offdiag_extrema(topology.latency_ms)
-    bw = _offdiag_extrema(topology.bandwidth_mbps)
-    loss = _offdiag_extrema(topology.loss_pct)
-    fallback = [lat[0], lat[1], bw[0], bw[1], loss[0], loss[1]]
-    return Extrema(*[g if np.isfinite(g) else f for g, f in zip(got, fallback, strict=True)])
-
-
-def normalize_latency(values: np.ndarray, ext: Extrema) -> np.ndarray:
-    if not (ext.max_latency > ext.min_latency):
-        return np.where(np.isnan(values), np.nan, 1.0)
-    out = (ext.max_latency - values) / (ext.max_latency - ext.min_latency)
-    return np.clip(out, 0.0, 1.0)
-
-
-def normalize_bandwidth(values: np.ndarray, ext: Extrema) -> np.ndarray:
-    """Logarithmic, as the paper: diminishing returns of more throughput."""
-    if not (ext.max_bandwidth > ext.min_bandwidth > 0):
-        return np.where(np.isnan(values), np.nan, 1.0)
-    lo, hi = np.log(ext.min_bandwidth), np.log(ext.max_bandwidth)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.log(np.where(values > 0, values, ext.min_bandwidth * 1e-9))
-    out = (logs - lo) / (hi - lo)
-    return np.where(np.isnan(values), np.nan, np.clip(out, 0.0, 1.0))
-
-
-def normalize_loss(values: np.ndarray, ext: Extrema) -> np.ndarray:
-    if not (ext.max_lossrate > ext.min_lossrate):
-        return np.where(np.isnan(values), np.nan, 1.0)
-    out = (ext.max_lossrate - values) / (ext.max_lossrate - ext.min_lossrate)
-    return np.clip(out, 0.0, 1.0)
-
-
-class _TopologyCache:
-    """Normalized per-target vectors of one immutable Topology (LRU, bounded memory)."""
-
-    def __init__(self, topology: Topology) -> None:
-        self.extrema = topology_extrema(topology)
-        self.n = topology.size
-        self._lock = threading.Lock()
-        self._vectors: OrderedDict[tuple[int, bool], np.ndarray] = OrderedDict()
-        self._limit = max(64, _CACHE_BYTES // max(1, 3 * 4 * self.n))
-        self._stacks: OrderedDict[tuple[bool, bytes], _Stack] = OrderedDict()
-        self._stack_bytes = 0
-        self._topology = weakref.ref(topology)
-        _, codes = np.unique(np.array(topology.zones, dtype=object), return_inverse=True) if topology.size else (
-            None, np.zeros(0, dtype=np.int64))
-        self.zone_codes = np.asarray(codes, dtype=np.int64)
-
-    def vector(self, target: int, reverse: bool) -> np.ndarray:
-        """(3, n) float32: normalized latency/bandwidth/loss from every node to ``target``
-        (reverse: from ``target`` to every node). NaN = metric unknown."""
-        key = (target, reverse)
-        with self._lock:
-            hit = self._vectors.get(key)
-            if hit is not None:
-                self._vectors.move_to_end(key)
-                return hit
-        topology = self._topology()
-        assert topology is not None
-        if reverse:
-            lat, bw, loss = (topology.latency_ms[target, :], topology.bandwidth_mbps[target, :],
-                             topology.loss_pct[target, :])
-        else:
-            lat, bw, loss = (topology.latency_ms[:, target], topology.bandwidth_mbps[:, target],
-                             topology.loss_pct[:, target])
-        out = np.empty((3, self.n), dtype=np.float32)
-        out[0] = normalize_latency(np.asarray(lat, dtype=np.float64), self.extrema)
-        out[1] = normalize_bandwidth(np.asarray(bw, dtype=np.float64), self.extrema)
-        out[2] = normalize_loss(np.asarray(loss, dtype=np.float64), self.extrema)
-        out.setflags(write=False)
-        with self._lock:
-            self._vectors[key] = out
-            while len(self._vectors) > self._limit:
-                self._vectors.popitem(last=False)
-        return out
-
-    def stacked(self, targets: np.ndarray, reverse: bool) -> _Stack:
-        """Normalized vectors for sorted distinct ``targets`` (see ``_Stack``).
-
-        Recent stacks are kept (bounded by bytes): filter and prioritize for pods of one rollout
-        see the same placed targets."""
-        key = (reverse, targets.tobytes())
-        with self._lock:
-            hit = self._stacks.get(key)
-            if hit is not None:
-                self._stacks.move_to_end(key)
-                return hit
-        raw = np.stack([self.vector(int(t), reverse) for t in targets], axis=1)  # (3, U, n)
-        nan = np.isnan(raw)
-        any_nan = nan.any(axis=0)
-        nan_u, nan_col = np.nonzero(any_nan)
-        zeros = np.where(nan, np.float32(0.0), raw)
-        zeros.setflags(write=False)
-        entry = _Stack(zeros, nan_u, nan_col, raw[:, nan_u, nan_col].astype(np.float64))
-        with self._lock:
-            self._stacks[key] = entry
-            self._stack_bytes += entry.zeros.nbytes
-            while self._stack_bytes > _STACK_BYTES and len(self._stacks) > 1:
-                _, old = self._stacks.popitem(last=False)
-                self._stack_bytes -= old.zeros.nbytes
-        return entry
-
-
-@dataclass(frozen=True)
-class _Stack:
-    """(3, U, n) normalized metrics with NaN replaced by 0 (for the linear part), plus the sparse
-    list of (target, node) pairs missing some metric, with their raw values (NaN kept)."""
-
-    zeros: np.ndarray
-    nan_u: np.ndarray
-    nan_col: np.ndarray
-    nan_vals: np.ndarray  # (3, P)
-
-
-_caches: weakref.WeakKeyDictionary[Topology, _TopologyCache] = weakref.WeakKeyDictionary()
-_caches_lock = threading.Lock()
-
-
-def topology_cache(topology: Topology) -> _TopologyCache:
-    with _caches_lock:
-        cache = _caches.get(topology)
-        if cache is None:
-            cache = _TopologyCache(topology)
-            _caches[topology] = cache
-        return cache
 
 
 def _weights(sensitivity: Sensitivity) -> np.ndarray:
@@ -206,7 +57,7 @@ def _weights(sensitivity: Sensitivity) -> np.ndarray:
 
 
 def compute_score(topology: Topology, source: str, target: str, sensitivity: Sensitivity, *,
-                  same_node_score: float = DEFAULT_SAME_NODE_SCORE) -> float:
+                  same_node_score: float = DEFAULT_SAME_NODE_SCORE, extrema: Extrema | None = None) -> float:
     """Algorithm 1 for one pair, in [0, 1] (the reference the vectorized code is tested against)."""
     if source == target:
         return same_node_score
@@ -214,7 +65,7 @@ def compute_score(topology: Topology, source: str, target: str, sensitivity: Sen
     if source not in index or target not in index:
         return UNREACHABLE_NODE_SCORE
     u, v = index[source], index[target]
-    ext = topology_cache(topology).extrema
+    ext = extrema if extrema is not None else topology_extrema(topology)
     one = np.ones(1)
     norms = np.array([
         normalize_latency(one * topology.latency_ms[u, v], ext)[0],
@@ -286,7 +137,7 @@ def _exact_pairs(m: np.ndarray, vals: np.ndarray) -> np.ndarray:
     return np.where(present.any(axis=0)[None, :], pair, UNREACHABLE_NODE_SCORE)
 
 
-def term_averages(topology: Topology, terms: Sequence[Term], positions: np.ndarray, *,
+def term_averages(vectors: TopologyVectors, terms: Sequence[Term], positions: np.ndarray, *,
                   same_node_score: float = DEFAULT_SAME_NODE_SCORE) -> np.ndarray:
     """(k, len(positions)) average ComputeScore of each term from each candidate position (in [0, 1]).
 
@@ -298,7 +149,7 @@ def term_averages(topology: Topology, terms: Sequence[Term], positions: np.ndarr
     out = np.zeros((k, positions.size), dtype=np.float64)
     if k == 0 or positions.size == 0:
         return out
-    cache = topology_cache(topology)
+    cache = vectors
     n = cache.n
     known = positions >= 0
     safe_pos = np.where(known, positions, 0)
@@ -315,8 +166,9 @@ def term_averages(topology: Topology, terms: Sequence[Term], positions: np.ndarr
         if not rows:
             continue
         union = np.unique(np.concatenate([terms[i].targets for i in rows]))
-        stack = cache.stacked(union, reverse)
-        block = stack.zeros[:, :, cols] if subset else stack.zeros  # (3, U, cols)
+        # A small candidate subset reads its (U x cols) submatrix; otherwise full cached vectors.
+        stack = cache.block(union, cols, reverse) if subset else cache.stacked(union, reverse)
+        block = stack.zeros  # (3, U, cols)
         vmat = np.zeros((len(rows), union.size), dtype=np.float64)
         mmat = np.zeros((len(rows), 3), dtype=np.float64)
         for r, i in enumerate(rows):
@@ -333,8 +185,8 @@ def term_averages(topology: Topology, terms: Sequence[Term], positions: np.ndarr
             scores = np.einsum("kj,jc->kc", weights, flat).astype(np.float64)
         # Pairs missing a metric (not same-node): replace the linear value by the exact rule.
         if stack.nan_u.size:
-            c_idx = col_of[stack.nan_col]
-            keep = (c_idx >= 0) & (union[stack.nan_u] != stack.nan_col)
+            c_idx = stack.nan_col if subset else col_of[stack.nan_col]
+            keep = (c_idx >= 0) & (union[stack.nan_u] != cols[np.maximum(c_idx, 0)])
             if keep.any():
                 u_k, c_k, vals = stack.nan_u[keep], c_idx[keep], stack.nan_vals[:, keep]
                 linear = mmat @ np.nan_to_num(vals, nan=0.0)
@@ -346,7 +198,7 @@ def term_averages(topology: Topology, terms: Sequence[Term], positions: np.ndarr
         has = same_c >= 0
         if has.any():
             u_s, c_s = np.nonzero(has)[0], same_c[has]
-            linear = mmat @ stack.zeros[:, u_s, union[u_s]].astype(np.float64)
+            linear = mmat @ stack.zeros[:, u_s, c_s if subset else union[u_s]].astype(np.float64)
             scores[:, c_s] += vmat[:, u_s] * (same_node_score - linear)
         for r, i in enumerate(rows):
             out[i] = scores[r][inverse]
@@ -370,7 +222,7 @@ def network_scores(state: ClusterState, ref: WorkloadRef, positions: np.ndarray,
     total_weight = float(weights.sum())
     if total_weight <= 0:
         return None, (*notes, "all dependency weights are 0")
-    avgs = term_averages(state.topology, found, positions, same_node_score=same_node_score)
+    avgs = term_averages(state.indexes.vectors, found, positions, same_node_score=same_node_score)
     return MAX_NODE_SCORE * (weights @ avgs) / total_weight, notes
 
 
@@ -379,6 +231,7 @@ def naive_network_score(state: ClusterState, ref: WorkloadRef, node: str, *,
     """Straightforward per-node loop of Algorithm 2 (slips fixed): the reference for tests and the
     benchmark. None when no dependency or dependent has placed pods."""
     topology = state.topology
+    ext = state.indexes.vectors.extrema
     total_score = 0.0
     total_weight = 0.0
     w = ref.workload.weight
@@ -386,16 +239,16 @@ def naive_network_score(state: ClusterState, ref: WorkloadRef, node: str, *,
         nodes = [n for n in placed_nodes(state, ref.group, dep.target) if n in topology.index]
         if not nodes:
             continue
-        inter = sum(compute_score(topology, node, t, dep.sensitivity, same_node_score=same_node_score)
-                    for t in nodes)
+        inter = sum(compute_score(topology, node, t, dep.sensitivity, same_node_score=same_node_score,
+                                  extrema=ext) for t in nodes)
         total_score += w * inter / len(nodes)
         total_weight += w
     for dependent, dep in ref.group.dependents_of(ref.workload.name):
         nodes = [n for n in placed_nodes(state, ref.group, dependent.name) if n in topology.index]
         if not nodes:
             continue
-        inter = sum(compute_score(topology, t, node, dep.sensitivity, same_node_score=same_node_score)
-                    for t in nodes)
+        inter = sum(compute_score(topology, t, node, dep.sensitivity, same_node_score=same_node_score,
+                                  extrema=ext) for t in nodes)
         total_score += dependent.weight * inter / len(nodes)
         total_weight += dependent.weight
     if total_weight <= 0:
@@ -403,29 +256,33 @@ def naive_network_score(state: ClusterState, ref: WorkloadRef, node: str, *,
     return MAX_NODE_SCORE * total_score / total_weight
 
 
-def pair_scores(topology: Topology, positions: np.ndarray, targets: np.ndarray, sensitivity: Sensitivity, *,
+def pair_scores(vectors: TopologyVectors, positions: np.ndarray, targets: np.ndarray, sensitivity: Sensitivity, *,
                 same_node_score: float = DEFAULT_SAME_NODE_SCORE) -> np.ndarray:
     """(len(positions), len(targets)) ComputeScore from each candidate to each target position,
     with the same missing-metric rules as Score. Unknown candidates (-1) get 0."""
     out = np.zeros((positions.size, targets.size), dtype=np.float64)
     if positions.size == 0 or targets.size == 0:
         return out
-    cache = topology_cache(topology)
+    cache = vectors
     known = positions >= 0
     safe = np.where(known, positions, 0)
     order = np.argsort(targets, kind="stable")
     union = targets[order]
     if np.any(union[1:] == union[:-1]):
         raise ValueError("targets must be distinct")
-    stack = cache.stacked(union, False)
     m = _weights(sensitivity)
     cols, inverse = np.unique(safe, return_inverse=True)
-    block = stack.zeros if cols.size == cache.n else stack.zeros[:, :, cols]  # cols == arange(n) when full
+    subset = cols.size * 4 < cache.n  # a few candidates: read the submatrix, not full vectors
+    stack = cache.block(union, cols, False) if subset else cache.stacked(union, False)
+    block = stack.zeros if subset or cols.size == cache.n else stack.zeros[:, :, cols]
     pair = np.einsum("m,mtc->tc", m.astype(np.float32), block)  # (U, cols) float32
     if stack.nan_u.size:
-        col_of = np.full(cache.n, -1, dtype=np.int64)
-        col_of[cols] = np.arange(cols.size)
-        c_idx = col_of[stack.nan_col]
+        if subset:
+            c_idx = stack.nan_col
+        else:
+            col_of = np.full(cache.n, -1, dtype=np.int64)
+            col_of[cols] = np.arange(cols.size)
+            c_idx = col_of[stack.nan_col]
         keep = c_idx >= 0
         if keep.any():
             pair[stack.nan_u[keep], c_idx[keep]] = _exact_pairs(m[None, :], stack.nan_vals[:, keep])[0]

@@ -7,11 +7,16 @@ makes them testable in milliseconds and identical in both places.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
 
 from apps.appgroups.graph import AppGroupSpec
 from apps.topology.topomath import Topology
+
+from .indexes import StateIndexes, build_indexes
+from .memo import Memo
 
 
 @dataclass(frozen=True)
@@ -69,5 +74,58 @@ class ClusterState:
     placements: Mapping[tuple[str, str, str], tuple[str, ...]] = field(default_factory=dict)
     nodes: Mapping[str, NodeResources] = field(default_factory=dict)
     usage: Mapping[str, NodeUsage] = field(default_factory=dict)
-    # node -> number of bindings in the recent hot-spot window (seed 002's hot-spot penalty)
+    # node -> number of bindings in the recent hot-spot window (the water-level design's hot-spot penalty)
     recent_bindings: Mapping[str, int] = field(default_factory=dict)
+
+    @cached_property
+    def indexes(self) -> StateIndexes:
+        """Lookup structures of this state (see ``indexes.py``), built on first use and kept with
+        the state, never in module globals. ``evolve`` hands a new state the parts it can reuse;
+        ``dataclasses.replace`` gives a state that builds its own (always correct, slower)."""
+        return build_indexes(topology=self.topology, nodes=self.nodes, usage=self.usage)
+
+    @cached_property
+    def memo(self) -> Memo:
+        """Results computed for pods against this exact state (filter's work reused by prioritize).
+        It lives and dies with the state: a new state (any change) starts empty."""
+        return Memo()
+
+
+def evolve(state: ClusterState, *, changed_nodes: Collection[str] | None = None, **changes: Any) -> ClusterState:
+    """``state`` with ``changes`` (ClusterState fields), reusing the index parts they leave valid.
+
+    ``changed_nodes`` names the only entries of ``changes["nodes"]`` that differ from ``state.nodes``;
+    when those differ in requested resources alone (a bind, a deleted pod) the usage arrays are
+    patched instead of rebuilt. Topology vectors survive anything but a new topology. This is how
+    the extender's cache and the evaluation harness step from state to state without rebuilding
+    5,000-node indexes per pod."""
+    old = state.indexes
+    topology = changes.get("topology", state.topology)
+    nodes = changes.get("nodes", state.nodes)
+    usage = changes.get("usage", state.usage)
+    same_topology = topology is state.topology
+    if same_topology and nodes is state.nodes and usage is state.usage:
+        prepared = old
+    elif same_topology and usage is state.usage and changed_nodes is not None and all(
+        _same_place_and_capacity(state.nodes.get(n), nodes.get(n)) for n in changed_nodes
+    ):
+        prepared = old.with_requested(nodes[n] for n in changed_nodes)
+    else:
+        keep_places = same_topology and changed_nodes is not None and all(
+            _same_place(state.nodes.get(n), nodes.get(n)) for n in changed_nodes)
+        prepared = build_indexes(topology=topology, nodes=nodes, usage=usage,
+                                 vectors=old.vectors if same_topology else None,
+                                 places=old.places if keep_places else None)
+    new = replace(state, **changes)
+    new.__dict__["indexes"] = prepared  # pre-fill the cached_property (frozen: bypass __setattr__)
+    return new
+
+
+def _same_place(a: NodeResources | None, b: NodeResources | None) -> bool:
+    return a is not None and b is not None and (a.zone, a.region) == (b.zone, b.region)
+
+
+def _same_place_and_capacity(a: NodeResources | None, b: NodeResources | None) -> bool:
+    return _same_place(a, b) and a is not None and b is not None and (
+        a.allocatable_cpu_millicores, a.allocatable_memory_bytes) == (
+        b.allocatable_cpu_millicores, b.allocatable_memory_bytes)

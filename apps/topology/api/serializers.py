@@ -45,8 +45,10 @@ class NetworkTopologySerializer(serializers.Serializer):
     metadata = MetadataSerializer()
     spec = serializers.DictField(help_text="latency/bandwidth/lossrate nested source -> destination maps (ms, "
                                            "Mbps, %), the six extrema, nodes, zones, regions and costs")
-    status = serializers.DictField(help_text="version, source, stale, staleReason, measuredPairs, "
-                                             "inferredPairs, stalePairs, inferred, stalePairList")
+    status = serializers.DictField(help_text="version, source, stale, staleReason (both computed when read: a "
+                                             "snapshot whose data is older than NETAWARE_STALE_AFTER_SECONDS is "
+                                             "stale), ageSeconds, dataUntil, measuredPairs, inferredPairs, "
+                                             "stalePairs, inferred, stalePairList")
 
 
 class ErrorSerializer(serializers.Serializer):

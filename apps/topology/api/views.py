@@ -11,13 +11,14 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.yamlsafe import UnsafeYAMLError, load_yaml
+from netaware_site.parsers import JSONParser as SafeJSONParser
 
 from .. import selectors, services
 from ..filtersets import NodeFilterSet, TopologySnapshotFilterSet
@@ -85,7 +86,8 @@ class CurrentTopologyView(APIView):
 
 class ImportTopologyView(APIView):
     renderer_classes = _RENDERERS
-    parser_classes = [JSONParser, YAMLParser, XYAMLParser, TextYAMLParser]
+    write_permissions = ("topology.add_topologysnapshot",)
+    parser_classes = [SafeJSONParser, YAMLParser, XYAMLParser, TextYAMLParser]
 
     @extend_schema(
         summary="Import a user-defined NetworkTopology (JSON or YAML; a full document or its spec)",

@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from kubernetes.config import ConfigException
 
 from apps.appgroups import sync
+from netaware_site import heartbeat
 
 
 class Command(BaseCommand):
@@ -57,5 +58,9 @@ class Command(BaseCommand):
             stop=stop,
             watch_timeout=options["watch_timeout"],
             resync_seconds=options["resync"],
-            on_pass=lambda report: self.stdout.write(json.dumps(report.summary(), sort_keys=True)),
+            on_pass=self._on_pass,
         )
+
+    def _on_pass(self, report: sync.SyncReport) -> None:
+        heartbeat.touch("sync_appgroups")  # liveness: a full pass at least every --resync seconds
+        self.stdout.write(json.dumps(report.summary(), sort_keys=True))

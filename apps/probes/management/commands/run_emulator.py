@@ -9,12 +9,22 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from apps.probes import metrics
 from apps.probes.emulator import Emulator
+from apps.probes.plan import PlanError, PlanSettings
 from apps.probes.scenario import ScenarioError, load_scenario
 
 _DURATION = re.compile(r"^\d+(ms|s|m|h)$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _seconds(duration: str) -> float:
+    """A simple Prometheus duration (5m, 30s) in seconds; 300 when it is not one."""
+    match = re.match(r"^(\d+)(ms|s|m|h)$", duration.strip())
+    return int(match.group(1)) * _UNITS[match.group(2)] if match else 300.0
 
 
 class Command(BaseCommand):
@@ -31,6 +41,20 @@ class Command(BaseCommand):
         parser.add_argument("--write-prometheus-config", metavar="FILE",
                             help="write a prometheus.yml scraping every emulated node, then serve")
         parser.add_argument("--scrape-interval", default="5s", help="scrape interval for the written config")
+        conf = settings.NETAWARE
+        parser.add_argument("--export", choices=metrics.EXPORT_MODES, default=conf.get("PROBE_RTT_EXPORT", "quantiles"),
+                            help="what the emulated agents export: quantiles (default) or histogram "
+                                 "[NETAWARE_PROBE_RTT_EXPORT]")
+        parser.add_argument("--max-peers", type=int, default=conf.get("PROBE_MAX_PEERS", 24),
+                            help="K of the probe plan, 0 = full mesh [NETAWARE_PROBE_MAX_PEERS]")
+        parser.add_argument("--min-pairs", type=int, default=conf.get("PROBE_MIN_PAIRS", 3),
+                            help="m of the probe plan [NETAWARE_PROBE_MIN_PAIRS]")
+        parser.add_argument("--rotation-seconds", type=float, default=conf.get("PROBE_ROTATION_SECONDS", 21600.0),
+                            help="rotation period of the plan [NETAWARE_PROBE_ROTATION_SECONDS]")
+        parser.add_argument("--bandwidth-peers", type=int, default=conf.get("PROBE_BANDWIDTH_PEERS", 8),
+                            help="K of the bandwidth plan, 0 = every peer [NETAWARE_PROBE_BANDWIDTH_PEERS]")
+        parser.add_argument("--quantile-window", type=float, default=None,
+                            help="seconds behind the agents' quantiles (default: NETAWARE_RATE_WINDOW)")
         parser.add_argument("--check", action="store_true", help="validate the scenario and exit")
         parser.add_argument("--config-only", action="store_true",
                             help="only write --write-prometheus-config (for --host:--port) and exit, do not serve")
@@ -62,8 +86,18 @@ class Command(BaseCommand):
             self._write_config(Emulator(scenario, seed=options["seed"]), f"{options['host']}:{options['port']}",
                                options)
             return
+        try:
+            fanout = PlanSettings(max_peers=options["max_peers"], min_pairs=options["min_pairs"],
+                                  rotation_seconds=options["rotation_seconds"])
+        except PlanError as exc:
+            raise CommandError(f"--{str(exc).split(':', 1)[0].replace('_', '-')}: {str(exc).split(':', 1)[1].strip()}") \
+                from None
+        window = options["quantile_window"] or _seconds(settings.NETAWARE["RATE_WINDOW"])
+        if options["bandwidth_peers"] < 0 or window <= 0:
+            raise CommandError("--bandwidth-peers/--quantile-window: must be >= 0 / > 0")
         emulator = Emulator(scenario, seed=options["seed"], ping_rate_hz=options["ping_rate"],
-                            bandwidth_interval_s=options["bandwidth_interval"])
+                            bandwidth_interval_s=options["bandwidth_interval"], export=options["export"],
+                            fanout=fanout, bandwidth_peers=options["bandwidth_peers"], quantile_window_s=window)
         try:
             server = emulator.serve(options["host"], options["port"])
         except OSError as exc:
@@ -71,8 +105,9 @@ class Command(BaseCommand):
         address = f"{options['host']}:{server.port}"
         if options["write_prometheus_config"]:
             self._write_config(emulator, address, options)
-        self.stdout.write(f"emulating {scenario.name!r} ({len(scenario.nodes)} nodes) at {server.url}"
-                          f"/nodes/<node>/metrics", ending="\n")
+        self.stdout.write(f"emulating {scenario.name!r} ({len(scenario.nodes)} nodes, {emulator.active_pairs} "
+                          f"probed pairs, {options['export']} export) at {server.url}/nodes/<node>/metrics",
+                          ending="\n")
         self.stdout.flush()
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):

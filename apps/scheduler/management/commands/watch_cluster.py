@@ -5,8 +5,7 @@ the list, including deletions missed while away), then watch from the list's res
 resuming from the last seen version after a dropped stream, re-listing on 410 Gone, backing off
 with jitter on errors. ``--once`` runs a single list pass and exits (cron/tests).
 
-Objects are read raw (``_preload_content=False`` + orjson) because the generated client's model
-deserialization is slow and we only need a few fields.
+The loop itself is ``netaware_site.informer.ListWatch``, shared with the extender's informers.
 """
 
 from __future__ import annotations
@@ -16,20 +15,22 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import orjson
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections, connection
 
+from apps.appgroups.services import record_placement, remove_placement
 from apps.scheduler import services, wire
+from apps.scheduler.models import ObservedPod
+from apps.scheduler.runtime import notify_change
+from apps.topology.models import Node
+from apps.topology.services import upsert_node
+from netaware_site import heartbeat, kube
+from netaware_site.informer import ListWatch
 
 log = logging.getLogger("netaware.watch_cluster")
-
-
-class Gone(Exception):
-    """The watch's resourceVersion is too old (410): re-list."""
 
 
 def _node_fields(obj: dict[str, Any]) -> dict[str, Any]:
@@ -66,8 +67,6 @@ class ClusterWatcher:
     # --- applying objects -------------------------------------------------------------------
 
     def apply_node(self, obj: dict[str, Any]) -> None:
-        from apps.topology.models import Node
-        from apps.topology.services import upsert_node
 
         fields = _node_fields(obj)
         # Kubelet status heartbeats change nothing the scheduler reads: skipping them keeps a
@@ -82,7 +81,6 @@ class ClusterWatcher:
         # The node cache keeps history for the topology; a deleted node is simply not ready.
         fields = _node_fields(obj)
         fields["ready"] = False
-        from apps.topology.services import upsert_node
 
         upsert_node(**fields, source="cluster")
         self.changed = True
@@ -91,7 +89,6 @@ class ClusterWatcher:
         """Cache the pod and reconcile its placement. Watch events that change nothing relevant are
         skipped; a (re-)list forces the placement check, since an AppGroup created after the pod
         was first seen makes an unchanged pod placeable."""
-        from apps.appgroups.services import record_placement, remove_placement
 
         row, changed = services.upsert_observed_pod(obj=obj)
         if row is None or not (changed or force):
@@ -110,7 +107,6 @@ class ClusterWatcher:
         self.changed = True
 
     def delete_pod(self, obj: dict[str, Any]) -> None:
-        from apps.appgroups.services import remove_placement
 
         meta = wire.get_ci(obj, "metadata") or {}
         namespace = wire.get_ci(meta, "namespace") or "default"
@@ -119,19 +115,11 @@ class ClusterWatcher:
         remove_placement(pod_namespace=namespace, pod_name=name)
         self.changed = True
 
-    # --- list + watch ---------------------------------------------------------------------------
+    # --- list + watch (netaware_site.informer.ListWatch) ----------------------------------------
 
-    def _list(self, kind: str) -> str:
-        from netaware_site import kube
-
-        api = kube.core_v1()
-        call = api.list_node if kind == "nodes" else api.list_pod_for_all_namespaces
-        resp = kube.retry(lambda: call(_preload_content=False))
-        try:
-            data = orjson.loads(resp.data)
-        finally:
-            resp.release_conn()
-        items = data.get("items") or []
+    def on_list(self, kind: str, items: list[dict[str, Any]], version: str) -> None:
+        if not connection.in_atomic_block:  # drop a connection the database closed on us
+            close_old_connections()
         if kind == "nodes":
             for obj in items:
                 self.apply_node(obj)
@@ -143,13 +131,9 @@ class ClusterWatcher:
                 seen.add((meta.get("namespace") or "default", meta.get("name") or ""))
             self._forget_missing_pods(seen)
         self.flush()
-        version = str((data.get("metadata") or {}).get("resourceVersion") or "")
         self.out(f"listed {len(items)} {kind} at resourceVersion {version}")
-        return version
 
     def _forget_missing_pods(self, seen: set[tuple[str, str]]) -> None:
-        from apps.appgroups.services import remove_placement
-        from apps.scheduler.models import ObservedPod
 
         for namespace, name in ObservedPod.objects.values_list("namespace", "name"):
             if (namespace, name) not in seen:
@@ -160,95 +144,34 @@ class ClusterWatcher:
     def flush(self) -> None:
         if self.changed:
             self.changed = False
-            services.bump_state_version()
+            notify_change("pods")
 
-    def _events(self, kind: str, version: str) -> Iterator[dict[str, Any]]:
-        from kubernetes.client.exceptions import ApiException
-
-        from netaware_site import kube
-
-        api = kube.core_v1()
-        call = api.list_node if kind == "nodes" else api.list_pod_for_all_namespaces
-        try:
-            resp = call(
-                watch=True,
-                resource_version=version,
-                timeout_seconds=self.watch_timeout,
-                allow_watch_bookmarks=True,
-                _preload_content=False,
-                _request_timeout=(3.0, self.watch_timeout + 10.0),
-            )
-        except ApiException as exc:
-            if exc.status == 410:
-                raise Gone(str(exc)) from exc
-            raise
-        buffer = b""
-        try:
-            for chunk in resp.stream(64 * 1024, decode_content=True):
-                if self.stop.is_set():
-                    return
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        yield orjson.loads(line)
-            if buffer.strip():
-                yield orjson.loads(buffer)
-        finally:
-            resp.release_conn()
-
-    def run_kind(self, kind: str, *, once: bool = False) -> None:
-        """List then watch ``kind`` ("nodes" or "pods") until ``stop`` is set."""
-        from netaware_site import kube
-
-        version = ""
-        attempt = 0
-        listed_at = 0.0
-        while not self.stop.is_set():
-            try:
-                if not connection.in_atomic_block:  # drop a connection the database closed on us
-                    close_old_connections()
-                if version and time.monotonic() - listed_at >= self.resync_seconds:
-                    version = ""  # periodic full reconciliation (an informer's resync)
-                if not version:
-                    version = self._list(kind)
-                    listed_at = time.monotonic()
-                    if once:
-                        return
-                for event in self._events(kind, version):
-                    etype = event.get("type")
-                    obj = event.get("object") or {}
-                    if etype == "ERROR":
-                        if obj.get("code") == 410:
-                            raise Gone(obj.get("message") or "expired")
-                        raise RuntimeError(f"watch error: {obj.get('message') or obj}")
-                    new_version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                    if etype != "BOOKMARK":
-                        self._apply(kind, etype or "", obj)
-                        self.flush()
-                    if new_version:
-                        version = new_version
-                attempt = 0
-            except Gone as exc:
-                self.out(f"{kind}: watch expired ({exc}); re-listing")
-                version = ""
-            except Exception as exc:
-                if once:
-                    raise
-                if self.stop.is_set():
-                    return
-                delay = kube.backoff_delay(attempt, base_delay=0.5, max_delay=30.0)
-                attempt += 1
-                self.out(f"{kind}: {kube.describe(exc)}; retrying in {delay:.1f}s")
-                with contextlib.suppress(Exception):
-                    connection.close()
-                self.stop.wait(delay)
-
-    def _apply(self, kind: str, etype: str, obj: dict[str, Any]) -> None:
+    def on_event(self, kind: str, etype: str, obj: dict[str, Any]) -> None:
+        if not connection.in_atomic_block:
+            close_old_connections()
         if kind == "nodes":
             (self.delete_node if etype == "DELETED" else self.apply_node)(obj)
         else:
             (self.delete_pod if etype == "DELETED" else self.apply_pod)(obj)
+        self.flush()
+
+    def on_error(self, kind: str, message: str) -> None:
+        self.out(f"{kind}: {message}")
+        with contextlib.suppress(Exception):
+            connection.close()
+
+    def run_kind(self, kind: str, *, once: bool = False) -> None:
+        """List then watch ``kind`` ("nodes" or "pods") until ``stop`` is set."""
+        ListWatch(
+            f"/api/v1/{kind}",
+            on_list=lambda items, version: self.on_list(kind, items, version),
+            on_event=lambda etype, obj: self.on_event(kind, etype, obj),
+            on_error=lambda message: self.on_error(kind, message),
+            on_note=lambda note: self.out(f"{kind}: {note}"),
+            # Liveness: one heartbeat per list/watch round (the Deployment's watch requests last 60 s).
+            on_round=lambda: heartbeat.touch("watch_cluster"),
+            stop=self.stop, watch_timeout=self.watch_timeout, resync_seconds=self.resync_seconds,
+        ).run(once=once)
 
     def run(self, *, once: bool = False) -> None:
         if once:
@@ -296,7 +219,6 @@ class Command(BaseCommand):
         try:
             watcher.run(once=options["once"])
         except Exception as exc:
-            from netaware_site import kube
 
             raise CommandError(f"cluster watch failed: {kube.describe(exc)}") from exc
         self.stdout.write(f"watch_cluster stopped after {time.monotonic() - started:.1f}s")

@@ -1,0 +1,12 @@
+"""OpenAPI description of our token authentication (drf-spectacular extension)."""
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+
+
+class ApiTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "apps.accounts.authentication.ApiTokenAuthentication"
+    name = "apiToken"
+
+    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+        return {"type": "http", "scheme": "bearer", "bearerFormat": "nat_… (netaware API token)",
+                "description": "Create one on your account page or with `manage.py create_api_token`."}

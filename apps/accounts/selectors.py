@@ -1,0 +1,19 @@
+"""Reads of the accounts app."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from .models import ApiToken, digest
+
+
+def token_for(*, raw: str) -> ApiToken | None:
+    """The live token with this value, or None (unknown, expired, or its user is inactive)."""
+    token = ApiToken.objects.select_related("user").filter(key_digest=digest(raw)).first()
+    if token is None or token.expired or not token.user.is_active:
+        return None
+    return token
+
+
+def tokens_of(*, user) -> QuerySet[ApiToken]:  # type: ignore[no-untyped-def]
+    return ApiToken.objects.filter(user=user).order_by("name")

@@ -1,0 +1,340 @@
+"""Reads behind the dashboard's live views: heatmap, zone graph, link history, placements map.
+
+Each returns plain data (lists, numbers) the pages draw; the big ones are cached in Redis under a
+key made of what they depend on (snapshot row, newest stored sample), so a poll that finds nothing
+new costs two indexed queries. Times are sent as epoch seconds and ages computed in the browser, so
+a cached answer never goes stale by itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.utils import timezone
+
+from apps.probes.models import PairRollup, PairSample, WindowDigest
+from apps.topology.models import Node, TopologySnapshot
+from apps.topology.selectors import current_snapshot, topology_for
+
+# metric key -> (stored series, label, unit, factor from stored unit, snapshot attribute or None)
+METRICS: dict[str, tuple[str, str, str, float]] = {
+    "latency_p50": ("rtt_p50", "Latency p50", "ms", 1000.0),
+    "latency_p90": ("rtt_p90", "Latency p90", "ms", 1000.0),
+    "latency_p99": ("rtt_p99", "Latency p99", "ms", 1000.0),
+    "bandwidth": ("bandwidth_bps", "Bandwidth", "Mbps", 1e-6),
+    "loss": ("loss_ratio", "Loss", "%", 100.0),
+}
+# Kinds of a heatmap cell (sent as small integers).
+NONE, MEASURED, INFERRED, STALE_INFERRED, STALE = 0, 1, 2, 3, 4
+KIND_NAMES = {NONE: "unknown", MEASURED: "measured", INFERRED: "inferred",
+              STALE_INFERRED: "stale measurement dropped, inferred", STALE: "stale"}
+LINK_SERIES = ("rtt_p50", "rtt_p90", "rtt_p99", "loss_ratio", "bandwidth_bps")
+LINK_RANGES = {"1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
+CACHE_SECONDS = 600
+
+
+def _stale_after() -> int:
+    return int(settings.NETAWARE["STALE_AFTER_SECONDS"])
+
+
+def _epoch(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def freshness(snapshot: TopologySnapshot, *, now: datetime | None = None) -> dict[str, Any]:
+    """Whether the snapshot is stale *now*: flagged by the pipeline, or no newer data for longer than
+    the staleness limit (a stopped worker or beat stops rebuilding, so the age grows at read time)."""
+    now = now or timezone.now()
+    newest = snapshot.data_until or snapshot.created_at
+    age = (now - newest).total_seconds()
+    reason = snapshot.stale_reason if snapshot.stale else ""
+    if not reason and snapshot.source == "measured" and age > _stale_after():
+        reason = f"no new measurement for {int(age // 60)} min (limit {_stale_after() // 60} min)"
+    return {"stale": bool(reason), "staleReason": reason, "dataUntil": _epoch(newest), "ageSeconds": age}
+
+
+def _head() -> tuple[TopologySnapshot | None, int]:
+    """Current snapshot (no payload) and the newest sample id: together they key every cache entry."""
+    snapshot = current_snapshot()
+    newest = PairSample.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    return snapshot, newest
+
+
+def _identity(snapshot: TopologySnapshot) -> tuple[Any, ...]:
+    """Row id, version and creation time: ids repeat across databases sharing one Redis (tests,
+    a restored database), the microsecond creation time does not."""
+    return (snapshot.pk, snapshot.version, snapshot.created_at.timestamp())
+
+
+def version_key(*parts: Any) -> str:
+    return hashlib.sha1(repr(parts).encode()).hexdigest()[:20]
+
+
+# --- heatmap -------------------------------------------------------------------------------------
+
+_WINDOW_SQL = (
+    f"SELECT array_agg(source), array_agg(target), array_agg(n), array_agg(newest), array_agg(value) FROM ("
+    f"SELECT source, target, count(*) AS n, EXTRACT(EPOCH FROM max(ts))::float8 AS newest, "
+    f"(array_agg(value ORDER BY ts DESC))[1] AS value FROM {PairSample._meta.db_table} "
+    f"WHERE series = %s AND ts > %s GROUP BY source, target) AS x"
+)
+
+
+_DIGESTS_SQL = f"SELECT ts, pair_count, digest FROM {WindowDigest._meta.db_table} WHERE series = %s AND ts > %s ORDER BY ts"
+_NEWEST_WINDOW_SQL = (
+    f"SELECT array_agg(source), array_agg(target), array_agg(value) FROM {PairSample._meta.db_table} "
+    f"WHERE series = %s AND ts = %s"
+)
+
+
+def recent_pair_samples(*, series: str, since: datetime) -> tuple[list[str], list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Per pair over ``(since, now]``: sample count, newest time (epoch s) and newest value.
+
+    When every stored window in the range holds the same pairs (their WindowDigests agree, the
+    pipeline's steady state), the newest window alone answers: each of its pairs has one sample per
+    window. Otherwise one GROUP BY over the range does (slower: ~0.4M rows at 200 nodes).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(_DIGESTS_SQL, [series, since])
+        windows = cursor.fetchall()
+        if windows and all(d is not None and (n, d) == windows[-1][1:] for _ts, n, d in windows):
+            newest_ts = windows[-1][0]
+            cursor.execute(_NEWEST_WINDOW_SQL, [series, newest_ts])
+            sources, targets, values = cursor.fetchone()
+            if sources and len(sources) == windows[-1][1]:
+                size = len(sources)
+                return (sources, targets, np.full(size, len(windows), dtype=np.int64),
+                        np.full(size, newest_ts.timestamp()), np.asarray(values, dtype=np.float64))
+        cursor.execute(_WINDOW_SQL, [series, since])
+        sources, targets, counts, newest, values = cursor.fetchone()
+    if not sources:
+        empty = np.empty(0)
+        return [], [], empty, empty, empty
+    return (sources, targets, np.asarray(counts, dtype=np.int64), np.asarray(newest, dtype=np.float64),
+            np.asarray(values, dtype=np.float64))
+
+
+def _round(values: np.ndarray, digits: int) -> list[float | None]:
+    out = np.round(values, digits).astype(object)
+    out[np.isnan(values)] = None
+    return out.tolist()
+
+
+def heatmap(*, metric: str) -> tuple[str, dict[str, Any] | None]:
+    """(ETag, data) for one metric of the current snapshot; data None before the first snapshot.
+
+    The snapshot's own latency quantile, bandwidth and loss show the snapshot's values (what the
+    scheduler scores with, inferred pairs included); the other quantiles show the newest stored
+    samples. Every cell carries its kind, the number of samples stored for it within the staleness
+    limit and the time of the newest one.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"metric: {metric!r} is not one of {', '.join(METRICS)}")
+    snapshot, newest_sample = _head()
+    if snapshot is None:
+        return "none", None
+    key = version_key("heatmap", metric, _identity(snapshot), snapshot.stale, snapshot.stale_reason,
+                      newest_sample, _stale_after())
+    data = cache.get("dashboard:" + key)
+    if data is None:
+        data = _heatmap(snapshot, metric)
+        cache.set("dashboard:" + key, data, CACHE_SECONDS)
+    return key, data
+
+
+def _heatmap(snapshot: TopologySnapshot, metric: str) -> dict[str, Any]:
+    series, label, unit, factor = METRICS[metric]
+    topology = topology_for(snapshot=snapshot)
+    n = topology.size
+    quantile_series = {0.5: "rtt_p50", 0.9: "rtt_p90", 0.99: "rtt_p99"}.get(round(snapshot.latency_quantile, 2))
+    from_snapshot = {"bandwidth": topology.bandwidth_mbps, "loss": topology.loss_pct}.get(metric)
+    if metric.startswith("latency") and series == quantile_series:
+        from_snapshot = topology.latency_ms
+    index = topology.index
+    counts = np.zeros((n, n), dtype=np.int64)
+    newest = np.full((n, n), np.nan)
+    sampled = np.full((n, n), np.nan)
+    since = timezone.now() - timedelta(seconds=_stale_after())
+    sources, targets, c, t, v = recent_pair_samples(series=series, since=since)
+    if sources:
+        si = np.fromiter((index.get(s, -1) for s in sources), dtype=np.int64, count=len(sources))
+        ti = np.fromiter((index.get(d, -1) for d in targets), dtype=np.int64, count=len(targets))
+        ok = (si >= 0) & (ti >= 0)
+        counts[si[ok], ti[ok]] = c[ok]
+        newest[si[ok], ti[ok]] = t[ok]
+        sampled[si[ok], ti[ok]] = v[ok] * factor
+    if from_snapshot is not None:
+        values = np.array(from_snapshot, dtype=np.float64)
+        kind = np.where(np.isnan(values), NONE, MEASURED)
+        kind = np.where(topology.inferred & ~np.isnan(values), INFERRED, kind)
+        kind = np.where(topology.stale & ~np.isnan(values), STALE_INFERRED, kind)
+        kind = np.where(topology.stale & np.isnan(values), STALE, kind)
+        source = f"snapshot v{snapshot.version}: what the scheduler scores with"
+    else:
+        values = sampled
+        kind = np.where(np.isnan(values), NONE, MEASURED)
+        kind = np.where(topology.stale & np.isnan(values), STALE, kind)
+        q = round(snapshot.latency_quantile * 100)
+        source = f"newest stored {series} samples (the scheduler uses p{q})"
+    np.fill_diagonal(values, np.nan)
+    np.fill_diagonal(kind, NONE)
+    base = float(np.nanmin(newest)) if not np.all(np.isnan(newest)) else None
+    offsets = np.where(np.isnan(newest), -1, np.round(newest - (base or 0.0))).astype(np.int64)
+    finite = values[~np.isnan(values)]
+    return {
+        "metric": metric, "label": label, "unit": unit, "source": source,
+        "version": snapshot.version, "snapshotSource": snapshot.source,
+        "createdAt": _epoch(snapshot.created_at), "latencyQuantile": snapshot.latency_quantile,
+        "nodes": list(topology.nodes), "zones": list(topology.zones), "regions": list(topology.regions),
+        "values": _round(values.ravel(), 3),
+        "kind": kind.ravel().astype(np.int8).tolist(),
+        "samples": counts.ravel().tolist(),
+        "sampleBase": base, "sampleOffset": offsets.ravel().tolist(),
+        "sampleWindowSeconds": _stale_after(),
+        "min": float(finite.min()) if finite.size else None, "max": float(finite.max()) if finite.size else None,
+        "kinds": {str(k): v for k, v in KIND_NAMES.items()},
+    }
+
+
+# --- zones ---------------------------------------------------------------------------------------
+
+
+def _median(block: np.ndarray) -> float | None:
+    values = block[~np.isnan(block)]
+    return None if values.size == 0 else round(float(np.median(values)), 3)
+
+
+def zone_summary() -> tuple[str, dict[str, Any] | None]:
+    """Zones (with region and node count) and every directed zone pair: medians over its node pairs,
+    counts of inferred and stale pairs, and the NetworkMinCost path cost."""
+    snapshot, _newest = _head()
+    if snapshot is None:
+        return "none", None
+    key = version_key("zones", _identity(snapshot), snapshot.stale, snapshot.stale_reason)
+    data = cache.get("dashboard:" + key)
+    if data is None:
+        data = _zone_summary(snapshot)
+        cache.set("dashboard:" + key, data, CACHE_SECONDS)
+    return key, data
+
+
+def _zone_summary(snapshot: TopologySnapshot) -> dict[str, Any]:
+    topology = topology_for(snapshot=snapshot)
+    zones_of = np.asarray([z or f"({name})" for name, z in zip(topology.nodes, topology.zones, strict=True)],
+                          dtype=object)
+    names = sorted(set(zones_of.tolist()), key=lambda z: (topology.regions[list(zones_of).index(z)], z))
+    members = {z: np.flatnonzero(zones_of == z) for z in names}
+    region_of = {z: topology.regions[int(members[z][0])] for z in names}
+    offdiag = ~np.eye(topology.size, dtype=bool)
+    costs = snapshot.zone_costs or {}
+    pairs = []
+    for za in names:
+        for zb in names:
+            rows, cols = members[za], members[zb]
+            mask = offdiag[np.ix_(rows, cols)]
+            count = int(mask.sum())
+            if not count:
+                continue
+
+            def med(matrix: np.ndarray, rows: np.ndarray = rows, cols: np.ndarray = cols,
+                    mask: np.ndarray = mask) -> float | None:
+                return _median(np.where(mask, matrix[np.ix_(rows, cols)], np.nan))
+
+            cost = costs.get(za, {}).get(zb)
+            if cost is None and za == zb:
+                cost = 1.0
+            pairs.append({
+                "from": za, "to": zb, "pairs": count,
+                "latency": med(topology.latency_ms), "bandwidth": med(topology.bandwidth_mbps),
+                "loss": med(topology.loss_pct),
+                "inferred": int((topology.inferred[np.ix_(rows, cols)] & mask).sum()),
+                "stale": int((topology.stale[np.ix_(rows, cols)] & mask).sum()),
+                "cost": cost,
+            })
+    return {
+        "version": snapshot.version,
+        "zones": [{"name": z, "region": region_of[z], "nodes": [topology.nodes[i] for i in members[z]]} for z in names],
+        "pairs": pairs,
+    }
+
+
+# --- one link ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LinkRange:
+    since: datetime
+    until: datetime
+
+
+def parse_range(*, value: str | None, now: datetime | None = None) -> LinkRange:
+    now = now or timezone.now()
+    value = value or "6h"
+    if value not in LINK_RANGES:
+        raise ValueError(f"range: {value!r} is not one of {', '.join(LINK_RANGES)}")
+    return LinkRange(since=now - timedelta(seconds=LINK_RANGES[value]), until=now)
+
+
+def link_history(*, source: str, target: str, span: LinkRange) -> dict[str, Any]:
+    """Every stored point of the pair's series over the range (raw windows), and hourly roll-up
+    means where raw samples were already dropped by retention."""
+    rows = (PairSample.objects.filter(source=source, target=target, series__in=LINK_SERIES,
+                                      ts__gt=span.since, ts__lte=span.until)
+            .order_by("ts").values_list("series", "ts", "value"))
+    series: dict[str, dict[str, list[Any]]] = {s: {"t": [], "v": []} for s in LINK_SERIES}
+    first_raw: dict[str, float] = {}
+    for name, ts, value in rows:
+        factor = METRICS[next(k for k, m in METRICS.items() if m[0] == name)][3]
+        epoch = ts.timestamp()
+        series[name]["t"].append(epoch)
+        series[name]["v"].append(round(value * factor, 4))
+        first_raw.setdefault(name, epoch)
+    rollups = (PairRollup.objects.filter(source=source, target=target, series__in=LINK_SERIES,
+                                         bucket__gte=span.since - timedelta(hours=1), bucket__lte=span.until)
+               .order_by("bucket").values_list("series", "bucket", "mean", "count"))
+    hourly: dict[str, dict[str, list[Any]]] = {s: {"t": [], "v": [], "n": []} for s in LINK_SERIES}
+    for name, bucket, mean, count in rollups:
+        epoch = bucket.timestamp() + 1800
+        if name in first_raw and epoch >= first_raw[name]:
+            continue
+        factor = METRICS[next(k for k, m in METRICS.items() if m[0] == name)][3]
+        hourly[name]["t"].append(epoch)
+        hourly[name]["v"].append(round(mean * factor, 4))
+        hourly[name]["n"].append(count)
+    nodes = dict(Node.objects.filter(name__in=[source, target]).values_list("name", "zone"))
+    return {
+        "source": source, "target": target, "sourceZone": nodes.get(source, ""), "targetZone": nodes.get(target, ""),
+        "since": _epoch(span.since), "until": _epoch(span.until),
+        "series": series, "hourly": hourly,
+        "points": sum(len(s["t"]) for s in series.values()) + sum(len(s["t"]) for s in hourly.values()),
+    }
+
+
+def link_now(*, source: str, target: str) -> dict[str, Any] | None:
+    """The pair in the current snapshot (values, inferred/stale) for the link page's header."""
+    snapshot = current_snapshot()
+    if snapshot is None:
+        return None
+    topology = topology_for(snapshot=snapshot)
+    i, j = topology.index.get(source), topology.index.get(target)
+    if i is None or j is None:
+        return {"version": snapshot.version, "known": False}
+
+    def value(matrix: np.ndarray) -> float | None:
+        number = float(matrix[i, j])
+        return None if math.isnan(number) else round(number, 3)
+
+    return {
+        "version": snapshot.version, "known": True, "latency": value(topology.latency_ms),
+        "bandwidth": value(topology.bandwidth_mbps), "loss": value(topology.loss_pct),
+        "inferred": bool(topology.inferred[i, j]), "stale": bool(topology.stale[i, j]),
+        "quantile": snapshot.latency_quantile,
+    }

@@ -1,0 +1,120 @@
+// Decisions: paged and filtered through /api/scheduler/decisions/ (filters live in the URL), live on
+// the first page; a compact breakdown (top candidates, the rest collapsed) of the selected call.
+(function () {
+  const N = window.netaware;
+  const TOP = 10;
+  const form = document.getElementById("filters");
+  const tbody = document.querySelector("#decision-table tbody");
+  const sizeSelect = document.getElementById("page-size");
+  let offset = 0, count = 0, openId = null;
+  const params0 = new URLSearchParams(location.search);
+  [...form.elements].forEach(el => { if (el.name && params0.get(el.name)) el.value = params0.get(el.name); });
+  if (params0.get("offset")) offset = parseInt(params0.get("offset"), 10) || 0;
+  if (params0.get("open")) openId = params0.get("open");
+
+  function filters() {
+    const p = new URLSearchParams();
+    [...form.elements].forEach(el => {
+      if (!el.name || !el.value) return;
+      p.set(el.name, el.type === "datetime-local" ? new Date(el.value + "Z").toISOString() : el.value.trim());
+    });
+    return p;
+  }
+  function url() {
+    const p = filters(); p.set("limit", sizeSelect.value); p.set("offset", offset);
+    return "/api/scheduler/decisions/?" + p.toString();
+  }
+  function summary(d) {
+    const r = d.result || {};
+    if (d.verb === "filter") {
+      const failed = Object.keys(r.failed || {}).length + Object.keys(r.unresolvable || {}).length;
+      return (r.passed ?? "?") + " of " + d.candidates + " passed" + (failed ? ", " + failed + " rejected" : "");
+    }
+    if (d.verb === "prioritize") return r.neutral ? "neutral scores" : (r.best || d.node ? "best " + (r.best || d.node) : "scored");
+    if (d.verb === "bind") return r.bound === false ? "not bound" : (d.node ? "bound to " + d.node : "bound");
+    if (d.verb === "preempt") return "kept " + (Array.isArray(r.kept) ? r.kept.length : Object.keys(r.kept || {}).length) + " node(s)";
+    return JSON.stringify(r).slice(0, 80);
+  }
+  function render(body) {
+    const rows = body.results || [];
+    count = body.count || 0;
+    tbody.innerHTML = "";
+    document.getElementById("decision-count").textContent = count ? (offset + 1) + "–" + (offset + rows.length) + " of " + count : "no decision";
+    document.getElementById("newer").disabled = offset === 0;
+    document.getElementById("older").disabled = offset + rows.length >= count;
+    if (!rows.length) { const tr = N.el("tr"); tr.appendChild(N.el("td", { colspan: 8 }, "No decisions match.")); tbody.appendChild(tr); }
+    rows.forEach(d => {
+      const tr = N.el("tr", { "data-id": d.id, style: "cursor:pointer" });
+      [(d.ts || "").replace("T", " ").slice(0, 19), d.verb, d.pod || "–", d.workload || "–", d.profile || "", String(d.candidates ?? "")]
+        .forEach(t => tr.appendChild(N.el("td", {}, t)));
+      tr.appendChild(N.el("td", d.error ? { class: "bad" } : {}, d.error ? "error: " + d.error : summary(d)));
+      tr.appendChild(N.el("td", {}, N.fmt(d.duration_ms, 2)));
+      if (String(d.id) === String(openId)) tr.classList.add("selected");
+      tr.addEventListener("click", () => { tbody.querySelectorAll("tr.selected").forEach(x => x.classList.remove("selected")); tr.classList.add("selected"); openId = d.id; show(d.id); });
+      tbody.appendChild(tr);
+    });
+  }
+  const live = N.live(url, 10, render, { onError: r => N.showError("decisions-error", "Could not load decisions: HTTP " + r.status + " " + JSON.stringify(r.body)) });
+  function reload() {
+    const p = filters(); if (offset) p.set("offset", offset);
+    history.replaceState(null, "", "?" + p.toString());
+    N.showError("decisions-error", ""); live.refresh();
+  }
+  form.addEventListener("submit", e => { e.preventDefault(); offset = 0; reload(); });
+  form.addEventListener("reset", () => setTimeout(() => { offset = 0; reload(); }, 0));
+  sizeSelect.addEventListener("change", () => { offset = 0; reload(); });
+  document.getElementById("newer").addEventListener("click", () => { offset = Math.max(0, offset - parseInt(sizeSelect.value, 10)); reload(); });
+  document.getElementById("older").addEventListener("click", () => { offset += parseInt(sizeSelect.value, 10); reload(); });
+
+  function table(el, cols, nodes, bd) {
+    const head = el.querySelector("thead"), body = el.querySelector("tbody");
+    head.innerHTML = ""; body.innerHTML = "";
+    const htr = N.el("tr"); ["node", ...cols].forEach(c => htr.appendChild(N.el("th", {}, c))); head.appendChild(htr);
+    nodes.forEach(n => {
+      const tr = N.el("tr"); tr.appendChild(N.el("td", {}, n));
+      cols.forEach(c => { const v = bd[n][c]; tr.appendChild(N.el("td", c === "reason" && v ? { class: "bad" } : {}, typeof v === "number" ? N.fmt(v, 2) : (v ?? ""))); });
+      body.appendChild(tr);
+    });
+  }
+  async function show(id) {
+    const r = await N.getJSON("/api/scheduler/decisions/" + id + "/");
+    if (!r.ok) { N.showError("decisions-error", "Could not load decision " + id + ": HTTP " + r.status); return; }
+    const d = r.body, bd = d.breakdown || {}, result = d.result || {};
+    const nodes = Object.keys(bd);
+    const rank = n => (typeof bd[n].total === "number" ? bd[n].total : typeof bd[n].extender === "number" ? bd[n].extender : -1);
+    nodes.sort((a, b) => rank(b) - rank(a) || a.localeCompare(b));
+    document.getElementById("breakdown-panel").style.display = "";
+    document.getElementById("breakdown-title").textContent = d.verb + " " + (d.pod || "") + " — " + d.candidates + " candidate node(s)"
+      + (d.profile ? " — profile " + d.profile : "") + (d.node ? " — chose " + d.node : "");
+    const ul = document.getElementById("breakdown-result"); ul.innerHTML = "";
+    ul.appendChild(N.el("li", {}, summary(d) + (d.error ? " — error: " + d.error : "")));
+    (result.notes || []).forEach(note => ul.appendChild(N.el("li", {}, note)));
+    Object.entries(result).forEach(([k, v]) => {  // any other field, as it comes (the log format may grow)
+      if (["notes", "passed", "best", "neutral", "bound"].includes(k)) return;
+      const text = typeof v === "object" ? (Array.isArray(v) ? v.length + " item(s)" : Object.keys(v).length + " entr(ies): " + Object.entries(v).slice(0, 5).map(([a, b]) => a + " " + (typeof b === "object" ? JSON.stringify(b) : b)).join("; ")) : String(v);
+      ul.appendChild(N.el("li", { class: "muted" }, k + ": " + text));
+    });
+    const scorers = new Set();
+    nodes.forEach(n => Object.keys(bd[n] || {}).forEach(k => { if (typeof bd[n][k] === "number" && !["total", "extender"].includes(k)) scorers.add(k); }));
+    const cols = ["total", "extender", ...scorers, "reason"].filter(c => nodes.some(n => bd[n][c] !== undefined && bd[n][c] !== null && bd[n][c] !== ""));
+    const top = nodes.slice(0, TOP), rest = nodes.slice(TOP);
+    const traces = [...scorers].map(s => ({ type: "bar", name: s, x: top, y: top.map(n => bd[n][s]) }));
+    if (top.some(n => typeof bd[n].total === "number")) traces.push({ type: "scatter", mode: "markers", name: "total (0–100)", x: top, y: top.map(n => bd[n].total), marker: { size: 11, color: "#111827", symbol: "diamond" } });
+    if (top.some(n => typeof bd[n].extender === "number")) traces.push({ type: "scatter", mode: "lines+markers", name: "extender answer (0–10)", x: top, y: top.map(n => bd[n].extender), yaxis: "y2", line: { dash: "dot", color: "#b45309" } });
+    const chart = document.getElementById("breakdown-chart");
+    if (traces.length) {
+      chart.style.display = "";
+      Plotly.react(chart, traces, { barmode: "group", yaxis: { title: { text: "score (0–100)" }, range: [0, 105] },
+        yaxis2: { title: { text: "extender (0–10)" }, overlaying: "y", side: "right", range: [0, 10.5] },
+        xaxis: { type: "category" }, legend: { orientation: "h", y: 1.15 }, margin: { t: 30 } }, { responsive: true, displaylogo: false });
+    } else { chart.style.display = "none"; }
+    table(document.getElementById("breakdown-table"), cols, top, bd);
+    const details = document.getElementById("breakdown-rest");
+    details.style.display = rest.length ? "" : "none";
+    details.open = false;
+    details.querySelector("summary").textContent = "… " + rest.length + " more node(s) (lower scores)";
+    table(details.querySelector("table"), cols, rest, bd);
+    if (!nodes.length) { const tb = document.querySelector("#breakdown-table tbody"); const tr = N.el("tr"); tr.appendChild(N.el("td", {}, "No per-node breakdown for this call.")); tb.appendChild(tr); }
+  }
+  if (openId) show(openId);
+})();

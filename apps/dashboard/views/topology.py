@@ -1,0 +1,69 @@
+"""Topology pages: heatmap (metric and quantile selectable), zone graph and table, nodes; one link's
+history. Pages are shells; their data comes from the JSON endpoints below, polled by the page."""
+
+from __future__ import annotations
+
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from apps.topology.selectors import current_snapshot
+
+from .. import selectors
+from .common import data_response, error_response
+
+
+@require_GET
+def topology_page(request):  # type: ignore[no-untyped-def]
+    return render(request, "dashboard/topology.html", {
+        "metrics": [(key, label, unit) for key, (_s, label, unit, _f) in selectors.METRICS.items()],
+        "default_metric": _default_metric(),
+    })
+
+
+def _default_metric() -> str:
+    snapshot = current_snapshot()
+    q = round(snapshot.latency_quantile, 2) if snapshot else 0.9
+    return {0.5: "latency_p50", 0.99: "latency_p99"}.get(q, "latency_p90")
+
+
+@require_GET
+def heatmap_data(request):  # type: ignore[no-untyped-def]
+    metric = request.GET.get("metric") or _default_metric()
+    try:
+        etag, data = selectors.heatmap(metric=metric)
+    except ValueError as exc:
+        return error_response(str(exc), field="metric")
+    if data is None:
+        return error_response("No NetworkTopology yet: the pipeline has not stored a snapshot (it rebuilds every "
+                              "60 s), or POST one to /api/topology/import.", status=404)
+    snapshot = current_snapshot()
+    fresh = selectors.freshness(snapshot)  # type: ignore[arg-type]
+    return data_response(request, etag + ("s" if fresh["stale"] else ""), {**data, **fresh})
+
+
+@require_GET
+def zones_data(request):  # type: ignore[no-untyped-def]
+    etag, data = selectors.zone_summary()
+    if data is None:
+        return error_response("No NetworkTopology yet.", status=404)
+    return data_response(request, etag, data)
+
+
+@require_GET
+def link_page(request, source: str, target: str):  # type: ignore[no-untyped-def]
+    return render(request, "dashboard/link.html", {
+        "source": source, "target": target, "ranges": list(selectors.LINK_RANGES),
+        "range": request.GET.get("range") if request.GET.get("range") in selectors.LINK_RANGES else "6h",
+        "now": selectors.link_now(source=source, target=target),
+    })
+
+
+@require_GET
+def link_data(request, source: str, target: str):  # type: ignore[no-untyped-def]
+    try:
+        span = selectors.parse_range(value=request.GET.get("range"))
+    except ValueError as exc:
+        return error_response(str(exc), field="range")
+    data = selectors.link_history(source=source, target=target, span=span)
+    data["now"] = selectors.link_now(source=source, target=target)
+    return data_response(request, None, data)

@@ -1,0 +1,63 @@
+"""What the demo cluster holds: the scenario's nodes as v1.Node objects and an AppGroup's pods.
+
+Framework-free; ``manage.py demo_cluster`` serves the nodes, ``manage.py rollout`` creates the pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from apps.appgroups.graph import AppGroupSpec
+from apps.probes.scenario import Scenario
+from apps.scheduler.evaluation.simulate import labels_for
+
+DEMO_LABEL = "netaware.io/demo-rollout"
+SCHEDULER_NAME = "netaware-scheduler"
+
+
+def node_objects(scenario: Scenario) -> list[dict[str, Any]]:
+    """The scenario's nodes, Ready, with zone/region labels and their allocatable resources."""
+    out = []
+    for i, node in enumerate(scenario.nodes):
+        labels = {"kubernetes.io/hostname": node.name, "topology.kubernetes.io/zone": node.zone,
+                  "topology.kubernetes.io/region": node.region, **dict(node.labels)}
+        resources = {"cpu": f"{node.cpu_millicores}m", "memory": str(node.memory_bytes), "pods": "110"}
+        out.append({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": node.name, "labels": labels},
+            "spec": {},
+            "status": {"capacity": resources, "allocatable": dict(resources),
+                       "conditions": [{"type": "Ready", "status": "True"}],
+                       "addresses": [{"type": "InternalIP", "address": f"10.42.{i // 250}.{i % 250 + 1}"},
+                                     {"type": "Hostname", "address": node.name}]},
+        })
+    return out
+
+
+def pod_objects(group: AppGroupSpec, *, replicas: int = 0, profile: str = "",
+                scheduler_name: str = SCHEDULER_NAME) -> list[dict[str, Any]]:
+    """Pending pods for every workload of the AppGroup: ``replicas`` each (0: the workload's own hint),
+    labelled so their workload's selector matches, with its resource hints as requests."""
+    pods = []
+    for workload in group.workloads:
+        labels = labels_for(workload.selector)
+        requests = {"cpu": f"{workload.cpu_request_millicores or 100}m",
+                    "memory": str(workload.memory_request_bytes or 64 * 2**20)}
+        for i in range(replicas or max(1, workload.replicas)):
+            meta: dict[str, Any] = {"name": f"{workload.name}-{i}", "namespace": group.namespace,
+                                    "labels": {**labels, DEMO_LABEL: group.name}}
+            if profile:
+                meta["annotations"] = {"netaware.io/profile": profile}
+            pods.append({
+                "apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                "spec": {"schedulerName": scheduler_name, "containers": [
+                    {"name": workload.name, "image": "registry.k8s.io/pause:3.9",
+                     "resources": {"requests": requests}}]},
+                "status": {"phase": "Pending"},
+            })
+    return pods
+
+
+def pod_names(objects: Iterable[dict[str, Any]]) -> list[str]:
+    return [o["metadata"]["name"] for o in objects]

@@ -1,0 +1,68 @@
+"""The extender's health and metrics port: ``/healthz``, ``/readyz`` and ``/metrics`` over plain HTTP.
+
+It is separate from the extender port because that one requires kube-scheduler's client certificate
+(mutual TLS), which kubelet probes and Prometheus do not present. ``/metrics`` wants
+``Authorization: Bearer <NETAWARE_METRICS_TOKEN>``; with no token configured it is open in
+development and absent (404) in production.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import orjson
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from netaware_site.metrics import authorization_status
+
+from . import metrics
+from .runtime import current_runtime
+
+log = logging.getLogger(__name__)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "netaware-extender"
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet: probes every few seconds
+        log.debug("health %s", format % args)
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == "/healthz":
+            self._send(200, b'{"status":"ok"}')
+        elif path == "/readyz":
+            rt = current_runtime()
+            ready, why = rt.serving() if rt is not None else (False, "extender runtime not started")
+            body: dict[str, object] = {"ready": ready, "reason": why}
+            if rt is not None:  # what the scheduling cache holds (operators, the demo's rollout)
+                state = rt.cache.view().state
+                body.update(nodes=len(state.nodes), topology_nodes=state.topology.size,
+                            appgroups=sorted(f"{g.namespace}/{g.name}" for g in state.appgroups))
+            self._send(200 if ready else 503, orjson.dumps(body))
+        elif path == "/metrics":
+            status = authorization_status(self.headers.get("Authorization", ""))
+            if status != 200:
+                self._send(status, orjson.dumps({"error": "unauthorized" if status == 401 else "not found"}))
+                return
+            self._send(200, generate_latest(metrics.REGISTRY), CONTENT_TYPE_LATEST)
+        else:
+            self._send(404, b'{"error":"not found"}')
+
+
+def serve(address: str) -> ThreadingHTTPServer:
+    """Start the health server on ``host:port`` in a daemon thread."""
+    host, _, port = address.rpartition(":")
+    server = ThreadingHTTPServer((host.strip("[]") or "0.0.0.0", int(port)), _Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="health", daemon=True).start()
+    return server

@@ -1,0 +1,93 @@
+"""The extender's own Prometheus metrics (docs/metrics.md, "netaware's own metrics").
+
+Request latency and outcomes are counted as requests are answered; everything describing state
+(cache freshness, leadership, decision log counters) is read from the runtime at scrape time by a
+collector, so a scrape never shows a value older than the scrape itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from .runtime import current_runtime
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+REQUEST_SECONDS = Histogram(
+    "netaware_extender_request_duration_seconds",
+    "Server-side time to answer one extender call (parse, score, serialize), by verb.",
+    ["verb"],
+    buckets=(0.0005, 0.001, 0.002, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+    registry=REGISTRY,
+)
+REQUESTS = Counter(
+    "netaware_extender_requests",
+    "Extender calls answered, by verb and outcome (ok; degraded = answered without the scheduling "
+    "cache: every node passes / neutral scores; error = the answer carries an Error).",
+    ["verb", "outcome"],
+    registry=REGISTRY,
+)
+BINDS = Counter(
+    "netaware_extender_binds",
+    "Bind calls by outcome: ok, refused (not ours: scheduler name, UID, bound, unknown or unready node), "
+    "failed (the Kubernetes API refused or did not answer within the deadline).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+
+_local = threading.local()
+
+
+def set_outcome(outcome: str) -> None:
+    """Called by a handler whose answer is not plain ok (read back by ``observe_request``)."""
+    _local.outcome = outcome
+
+
+def observe_request(verb: str, seconds: float, outcome: str) -> None:
+    outcome = getattr(_local, "outcome", None) or outcome
+    _local.outcome = None
+    REQUEST_SECONDS.labels(verb).observe(seconds)
+    REQUESTS.labels(verb, outcome).inc()
+
+
+class _RuntimeCollector(Collector):
+    def collect(self) -> Iterator[Any]:
+        rt = current_runtime()
+        if rt is None:
+            return
+        now = time.monotonic()
+        view = rt.cache.view()
+        up = GaugeMetricFamily("netaware_extender_source_up",
+                               "1 when the source feeding the scheduling cache is loaded and healthy.", labels=["source"])
+        age = GaugeMetricFamily(
+            "netaware_extender_cache_age_seconds",
+            "Seconds since the source last delivered good data to the scheduling cache (a list, an event, a "
+            "load or a check that found nothing changed).", labels=["source"])
+        for name, health in view.sources.items():
+            up.add_metric([name], 1.0 if health.synced and health.ok else 0.0)
+            good_at = rt.cache.good_at(name)
+            age.add_metric([name], max(0.0, now - (good_at if good_at is not None else rt.started_at)))
+        yield up
+        yield age
+        leader = 1.0 if rt.elector is None or rt.elector.leading else 0.0
+        yield GaugeMetricFamily("netaware_extender_leader",
+                                "1 when this extender process answers (the Lease holder, or no election).",
+                                value=leader)
+        yield GaugeMetricFamily("netaware_extender_assumed_pods",
+                                "Binds answered but not yet confirmed by the pod watch.",
+                                value=float(rt.cache.assumed_count()))
+        yield CounterMetricFamily("netaware_decisions_logged", "Decisions shipped to Redis or Postgres.",
+                                  value=float(rt.decisions.logged))
+        yield CounterMetricFamily("netaware_decisions_dropped",
+                                  "Decisions dropped because Redis and Postgres were both away for too long.",
+                                  value=float(rt.decisions.dropped))
+
+
+REGISTRY.register(_RuntimeCollector())

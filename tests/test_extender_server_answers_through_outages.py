@@ -1,0 +1,190 @@
+"""The extender server keeps answering filter and prioritize from memory, within its deadline, while
+its PostgreSQL is stopped or hung, its Redis is stopped and its Kubernetes watch is broken or
+expired — real servers of this test's own (a PostgreSQL cluster and a redis-server on free ports)
+and the demo cluster API, stopped and restarted for real. The decision log says what is stale;
+nothing the extender decided is lost once the stores return.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import orjson
+import psycopg
+import pytest
+
+from apps.demo.rollout import Endpoint
+from tests.support.extender_server import ROOT, extender_server
+from tests.support.extender_wire import PAPER_TESTBED
+from tests.support.services import PostgresServer, RedisServer
+
+pytestmark = pytest.mark.slow
+
+OURS = "netaware-scheduler"
+DEADLINE = 1.0  # seconds: far below kube-scheduler's httpTimeout (5 s); an answer past it is a hang
+
+SEED = textwrap.dedent(f"""
+    import yaml
+    from django.core.management import call_command
+    call_command("migrate", verbosity=0)
+    from apps.appgroups import resources
+    from apps.appgroups.services import save_appgroup
+    from apps.probes.scenario import load_scenario
+    from apps.scheduler.scoring.scenario_topology import topology_from_scenario
+    from apps.topology.services import store_topology
+    store_topology(topology=topology_from_scenario(load_scenario({PAPER_TESTBED!r})), source="imported")
+    doc = yaml.safe_load(open("scenarios/online-boutique-appgroup.yaml").read())
+    save_appgroup(spec=resources.spec_from_resource(doc), origin="netaware")
+""")
+
+
+@pytest.fixture
+def stores():
+    pg = PostgresServer().init().start()
+    rs = RedisServer().start()
+    database = pg.create_database("faults")
+    subprocess.run([sys.executable, "manage.py", "shell", "-c", SEED], cwd=ROOT, check=True,
+                   env={**_env(database, rs.url), "DJANGO_SETTINGS_MODULE": "netaware_site.settings"},
+                   capture_output=True)
+    yield pg, rs, database
+    rs.stop()
+    pg.destroy()
+
+
+def _env(database: str, redis_url: str) -> dict[str, str]:
+    import os
+
+    return {**os.environ, "DATABASE_URL": database, "REDIS_URL": redis_url}
+
+
+class Driver:
+    def __init__(self, url: str, nodes: list[str]) -> None:
+        self.ext = Endpoint(url, timeout=5.0)
+        self.nodes = nodes
+
+    def ask(self, pod: dict) -> tuple[list[str], dict[str, int]]:
+        args = {"Pod": pod, "Nodes": None, "NodeNames": self.nodes}
+        started = time.monotonic()
+        status, filtered, _ = self.ext.request("POST", "/filter", args)
+        status2, scores, _ = self.ext.request("POST", "/prioritize", args)
+        took = time.monotonic() - started
+        assert status == status2 == 200
+        assert took < 2 * DEADLINE, f"filter + prioritize took {took:.2f}s"
+        assert filtered["Error"] == ""
+        return filtered["NodeNames"], {e["Host"]: e["Score"] for e in scores}
+
+    def bind(self, pod: dict, node: str) -> str:
+        started = time.monotonic()
+        status, answer, _ = self.ext.request("POST", "/bind", {
+            "PodName": pod["metadata"]["name"], "PodNamespace": pod["metadata"]["namespace"],
+            "PodUID": pod["metadata"]["uid"], "Node": node})
+        assert status == 200 and time.monotonic() - started < 3.0 + DEADLINE  # BIND_DEADLINE_SECONDS
+        return answer["Error"]
+
+
+def decisions(database: str, pod: str) -> list[tuple[str, dict, str]]:
+    with psycopg.connect(database) as conn:
+        rows = conn.execute("SELECT verb, result::text, error FROM scheduler_decision WHERE pod_name = %s "
+                            "ORDER BY id", [pod]).fetchall()
+    return [(verb, orjson.loads(result), error) for verb, result, error in rows]
+
+
+def drain(redis_url: str, database: str, pod: str, count: int) -> list[tuple[str, dict, str]]:
+    """Move the extender's queued decisions into PostgreSQL (the Celery task's job) until ``count``
+    decisions of ``pod`` are stored."""
+    deadline = time.monotonic() + 20
+    while True:
+        subprocess.run([sys.executable, "manage.py", "shell", "-c",
+                        "from apps.scheduler import services; services.drain_decisions()"],
+                       cwd=ROOT, check=True, env=_env(database, redis_url), capture_output=True)
+        found = decisions(database, pod)
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
+def test_outages_of_postgres_redis_and_the_watch(stores, fake_kube):
+    pg, rs, database = stores
+    from apps.probes.scenario import load_scenario
+
+    scenario = load_scenario(PAPER_TESTBED)
+    for node in scenario.nodes:
+        fake_kube.add_node(node.name, zone=node.zone, region=node.region)
+    pods = {name: fake_kube.add_pod("default", name, labels={"app": app}, scheduler_name=OURS,
+                                    requests={"cpu": "100m", "memory": "64Mi"})
+            for name, app in (("cart-0", "cartservice"), ("redis-0", "redis-cart"), ("cart-1", "cartservice"),
+                              ("front-0", "frontend"), ("front-1", "frontend"))}
+    with extender_server(kube_url=fake_kube.url, env={**_env(database, rs.url),
+                                                      "NETAWARE_STATE_DB_CHECK_SECONDS": "0.3",
+                                                      "NETAWARE_STATE_MAX_AGE_SECONDS": "0.3"}) as ext:
+        driver = Driver(ext.url, list(scenario.node_names))
+        assert driver.bind(pods["redis-0"], "n1412") == ""
+        baseline = driver.ask(pods["cart-0"])
+        assert baseline[1]["n1412"] == 8  # the placed dependency counts (same node 0.8)
+
+        # --- PostgreSQL stopped: same answers from memory; binds still work, placements wait.
+        pg.stop()
+        time.sleep(1.0)  # the loader notices
+        assert driver.ask(pods["cart-0"]) == baseline
+        assert driver.bind(pods["front-0"], "n1402") == ""
+        status, body = ext.get("/readyz")
+        assert status == 200, body  # still in service: it answers from memory
+        pg.start()
+        time.sleep(1.5)
+        stored = drain(rs.url, database, "cart-0", 4)
+        assert [v for v, _, _ in stored] == ["filter", "prioritize", "filter", "prioritize"]
+        stale = [r.get("stale", []) for _, r, _ in stored[2:]]
+        assert all(any("database unavailable" in note for note in notes) for notes in stale), stale
+        with psycopg.connect(database) as conn:  # the bind answered during the outage was recorded after it
+            deadline = time.monotonic() + 10
+            while not conn.execute("SELECT 1 FROM appgroups_placement WHERE pod_name = 'front-0'").fetchone():
+                assert time.monotonic() < deadline, "the placement of a bind answered during the outage was lost"
+                time.sleep(0.2)
+
+        # --- PostgreSQL hung (a lock the loader's query waits on): answers keep coming in time.
+        with psycopg.connect(database) as locker:
+            locker.execute("BEGIN")
+            locker.execute("LOCK TABLE appgroups_appgroup IN ACCESS EXCLUSIVE MODE")
+            for _ in range(5):
+                assert driver.ask(pods["cart-0"]) == driver.ask(pods["cart-0"])
+                time.sleep(0.3)
+            locker.execute("ROLLBACK")
+
+        # --- Redis stopped: answers unchanged; the decisions go to PostgreSQL directly.
+        current = driver.ask(pods["cart-0"])  # front-0, bound above, is a dependent of cart now
+        rs.stop()
+        assert driver.ask(pods["cart-1"]) == current
+        time.sleep(1.0)
+        assert [v for v, _, _ in decisions(database, "cart-1")] == ["filter", "prioritize"]
+        rs.start()
+
+        # --- The watch broken: the API away, then back; a 410 forces a relist.
+        fake_kube.down()
+        time.sleep(0.5)
+        assert driver.ask(pods["cart-0"]) == current
+        assert "binding default/front-1 to n1403" in driver.bind(pods["front-1"], "n1403")
+        # A pod created while the watch was away, then compacted away: resuming answers 410.
+        late = fake_kube.add_pod("default", "redis-9", labels={"app": "redis-cart"}, scheduler_name=OURS)
+        fake_kube.compact()
+        fake_kube.up()
+        deadline = time.monotonic() + 15
+        while pod_lists(fake_kube) < 2:  # the start-up list, then the re-list after the 410
+            assert time.monotonic() < deadline, "the informer did not re-list after the broken, expired watch"
+            time.sleep(0.2)
+        time.sleep(0.3)
+        gets = fake_kube.count("GET", r"/pods/redis-9$")
+        assert driver.bind(late, "n1404") == ""
+        assert fake_kube.count("GET", r"/pods/redis-9$") == gets  # known from the re-list, not read on demand
+        stored = drain(rs.url, database, "cart-0", 6)
+        during = stored[-2:]  # the filter/prioritize answered while the API was away
+        assert all(any(n.startswith("pods:") or n.startswith("nodes:") for n in r.get("stale", []))
+                   for _, r, _ in during), during
+
+
+def pod_lists(fake) -> int:
+    """Full lists of pods (not watches) the API has answered."""
+    return sum(1 for r in list(fake.requests)
+               if r.method == "GET" and r.path == "/api/v1/pods" and "watch" not in (r.query or {}))

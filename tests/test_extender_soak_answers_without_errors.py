@@ -1,0 +1,39 @@
+"""A soak of the extender server over loopback: 300 requests per second (filter, prioritize and real
+binds on a 500-node cluster) with no error and no failed answer. The full two-minute soak is
+``bench/bench_soak.py`` (figures in docs/benchmarks.md); CI runs the same script for 15 seconds."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from django.db import connection
+
+from tests.support.isolation import database_url
+from tests.support.stack import drop_database, with_database, with_redis_db
+
+pytestmark = pytest.mark.slow
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_300_requests_per_second_without_errors(transactional_db):
+    name = f"netaware_bench_soak_{os.getpid()}"
+    base = database_url({**connection.settings_dict, "NAME": "postgres"})
+    env = {**os.environ, "DATABASE_URL": with_database(base, name), "REDIS_URL": with_redis_db(os.environ["REDIS_URL"], 7)}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    try:
+        run = subprocess.run([sys.executable, "bench/bench_soak.py", "--rate", "300", "--seconds", "15", "--pods", "600",
+                              "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        drop_database(base, name)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["errors"] == 0, result["error_examples"]
+    assert result["answered"] == 300 * 15, result
+    assert result["rate_achieved"] >= 270, result  # open-loop: the load kept its pace
+    assert result["extender_alive"], result
+    print(f"soak: p50 {result['client_p50_ms']} ms, p99 {result['client_p99_ms']} ms client-side; "
+          f"server p99 {result['server_p99_ms']} ms")
