@@ -34,7 +34,9 @@ say "mypy (pure modules)"
 "$VENV/bin/mypy"
 say "pytest"
 set +e
-"$PY" -m pytest "$@"
+# Most tests wait on real services and subprocesses, so three workers overlap well even on two
+# cores; each worker isolates itself (own Redis, database and queue). NETAWARE_TEST_WORKERS=0 runs serially.
+"$PY" -m pytest -n "${NETAWARE_TEST_WORKERS:-3}" --dist loadfile "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

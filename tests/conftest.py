@@ -43,6 +43,42 @@ def pytest_report_header(config):
             f"celery queue {ISOLATION.celery_queue}")
 
 
+_SEEDED: dict[str, str] = {}
+_BLOCKER: list = []
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """Remember what the migrations seeded (built-in profiles, beat schedules, roles) once they ran.
+
+    Under pytest-xdist's ``--dist loadfile`` a worker runs whole files in turn, so a plain ``db`` test
+    can follow a transactional one whose teardown flushed every table; pytest_runtest_teardown below
+    puts the seeded rows back after each transactional test, as a serial run's ordering would."""
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        _SEEDED[connection.alias] = connection.creation.serialize_db_to_string()
+    _BLOCKER.append(django_db_blocker)
+    return django_db_setup
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield
+    fixtures = getattr(item, "fixturenames", ())
+    if not _SEEDED or not any(name in fixtures for name in ("transactional_db", "live_server")):
+        return
+    from django.core.management import call_command
+    from django.db import connection
+
+    with _BLOCKER[0].unblock():
+        # The teardown flushed and re-ran post_migrate (content types, permissions): flush once more
+        # without it so the serialized rows load without unique conflicts.
+        call_command("flush", verbosity=0, interactive=False, reset_sequences=False,
+                     allow_cascade=False, inhibit_post_migrate=True, database=connection.alias)
+        connection.creation.deserialize_db_from_string(_SEEDED[connection.alias])
+
+
 @pytest.fixture
 def prometheus_factory():
     """Start real Prometheus servers for a test: ``prometheus_factory(config_dict)``."""
