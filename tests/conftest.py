@@ -36,6 +36,9 @@ def pytest_configure(config):
     # A cleanup registered now runs after pytest's own (LIFO), i.e. after its final garbage collection,
     # whose Celery AsyncResult finalizers still talk to this Redis.
     config.add_cleanup(ISOLATION.stop)
+    if getattr(config.option, "numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER"):
+        # The xdist controller runs no tests; each worker it spawns isolates itself from scratch.
+        ISOLATION.restore_environment()
 
 
 def pytest_report_header(config):
@@ -66,8 +69,8 @@ def django_db_setup(django_db_setup, django_db_blocker):
 def pytest_runtest_teardown(item, nextitem):
     yield
     fixtures = getattr(item, "fixturenames", ())
-    if not _SEEDED or not any(name in fixtures for name in ("transactional_db", "live_server")):
-        return
+    if nextitem is None or not _SEEDED or not any(name in fixtures for name in ("transactional_db", "live_server")):
+        return  # (after the last test the session's teardown has already dropped the test database)
     from django.core.management import call_command
     from django.db import connection
 

@@ -58,10 +58,23 @@ class Isolation:
     database_url: str
     celery_queue: str
     redis: RedisServer | None
+    previous_environment: dict[str, str | None]
 
     def stop(self) -> None:
         if self.redis is not None:
             self.redis.stop()
+
+    def restore_environment(self, environ: os._Environ[str] = os.environ) -> None:
+        """Undo :func:`isolate` for this process's environment and stop its Redis.
+
+        A pytest-xdist controller runs no tests: its workers must start from the original environment
+        (no ``DJANGO_SETTINGS_MODULE``, the original database URL) and isolate themselves."""
+        for name, value in self.previous_environment.items():
+            if value is None:
+                environ.pop(name, None)
+            else:
+                environ[name] = value
+        self.stop()
 
 
 def _free_port() -> int:
@@ -137,6 +150,10 @@ def base_database_url(environ: dict[str, str] | os._Environ[str]) -> str:
 def isolate(environ: os._Environ[str] = os.environ) -> Isolation:
     """Point this process (and every process it starts) at session-private Redis, database and queue."""
     pid = os.getpid()
+    changed = ("REDIS_URL", "DATABASE_URL", "CELERY_TASK_DEFAULT_QUEUE", "DATABASE_URL_FILE", "REDIS_URL_FILE",
+               "CELERY_BROKER_URL", "CELERY_BROKER_URL_FILE", "CELERY_RESULT_BACKEND", "CELERY_RESULT_BACKEND_FILE",
+               "CELERY_TASK_DEFAULT_QUEUE_FILE", "DJANGO_SETTINGS_MODULE")
+    previous = {name: environ.get(name) for name in changed}
     redis: RedisServer | None = None
     redis_url = environ.get("NETAWARE_TEST_REDIS_URL", "")
     if not redis_url:
@@ -151,7 +168,8 @@ def isolate(environ: os._Environ[str] = os.environ) -> Isolation:
     for name in ("DATABASE_URL_FILE", "REDIS_URL_FILE", "CELERY_BROKER_URL", "CELERY_BROKER_URL_FILE",
                  "CELERY_RESULT_BACKEND", "CELERY_RESULT_BACKEND_FILE", "CELERY_TASK_DEFAULT_QUEUE_FILE"):
         environ.pop(name, None)
-    isolation = Isolation(redis_url=redis_url, database_url=database_url, celery_queue=queue, redis=redis)
+    isolation = Isolation(redis_url=redis_url, database_url=database_url, celery_queue=queue, redis=redis,
+                          previous_environment=previous)
     atexit.register(isolation.stop)
     return isolation
 
