@@ -104,8 +104,12 @@ def celery_worker_thread(transactional_db, settings):
 
     from netaware_site.celery import app
 
+    # Tasks an earlier test left in this session's queue (retries with a countdown, follow-ups it
+    # enqueued) must not run inside this test, nor this test's in the next.
+    app.control.purge()
     with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING") as worker:
         yield worker
+    app.control.purge()
 
 
 @pytest.fixture
