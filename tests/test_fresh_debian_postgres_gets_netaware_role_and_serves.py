@@ -30,14 +30,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def debian_cluster():
-    reason = debian_pg.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    cluster = debian_pg.create_cluster()
-    try:
+    with debian_pg.fresh_cluster() as cluster:
         yield cluster
-    finally:
-        debian_pg.drop_cluster(cluster)
 
 
 def bootstrap(cluster: debian_pg.DebianCluster, state: Path) -> subprocess.CompletedProcess[str]:

@@ -14,30 +14,15 @@ from apps.probes import metrics, services
 from apps.probes.emulator import Emulator
 from apps.probes.models import PairSample, PullWatermark
 from apps.probes.scenario import load_scenario
-from tests.support.pipeline import TINY_SCENARIO, configure_pipeline
+from tests.support.pipeline import TINY_SCENARIO, configure_pipeline, renamed_scenario
 from tests.support.victoriametrics import start_victoriametrics
 
 pytestmark = pytest.mark.slow
 WIDTH = 5
 
 # The same network under other names, exported as histograms by its (emulated) agents.
-HISTOGRAM_SCENARIO = """
-name: pipeline-histograms
-defaults: {jitter: 0.15, node: {cpu: "2", memory: 4Gi}}
-regions:
-  - name: r2
-    zones:
-      - name: c
-        nodes: [{name: m1}, {name: m2}]
-      - name: d
-        nodes: [{name: m3}]
-links:
-  - {between: [c, c], latency_ms: 1.0, loss_pct: 10.0, bandwidth_mbps: 500}
-  - {between: [c, d], latency_ms: 10.0, loss_pct: 0.0, bandwidth_mbps: 100}
-  - {between: [d, d], latency_ms: 1.0, loss_pct: 0.0, bandwidth_mbps: 100}
-unreachable:
-  - [m1, m3]
-"""
+HISTOGRAM_SCENARIO = renamed_scenario(TINY_SCENARIO, {
+    "pipeline-tiny": "pipeline-histograms", "r1": "r2", "a": "c", "b": "d", "n1": "m1", "n2": "m2", "n3": "m3"})
 
 
 @pytest.fixture

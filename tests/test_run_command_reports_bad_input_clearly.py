@@ -83,14 +83,8 @@ def test_a_scenario_with_an_error_names_the_file_and_the_field(up_env, tmp_path)
 
 @pytest.fixture
 def scram_cluster():
-    reason = debian_pg.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    cluster = debian_pg.create_cluster()
-    try:
+    with debian_pg.fresh_cluster() as cluster:
         yield cluster
-    finally:
-        debian_pg.drop_cluster(cluster)
 
 
 def test_a_database_url_whose_password_is_refused_says_so(up_env, scram_cluster):

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from tests.support.processes import stop_process
+
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/netaware"
 _PR_SET_PDEATHSIG = 1
 
@@ -42,13 +44,7 @@ class RedisServer:
     workdir: Path
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 

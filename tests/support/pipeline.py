@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import yaml
 
 from apps.probes import metrics
 from apps.probes.emulator import Emulator
@@ -40,6 +43,19 @@ unreachable:
 """
 
 FROZEN_SOURCE, FROZEN_TARGET = "q1", "q2"
+
+
+def renamed_scenario(scenario_yaml: str, names: Mapping[str, str]) -> str:
+    """The same scenario with its name, regions, zones and nodes renamed (values equal to a key)."""
+
+    def rename(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: rename(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [rename(item) for item in value]
+        return names.get(value, value) if isinstance(value, str) else value
+
+    return yaml.safe_dump(rename(yaml.safe_load(scenario_yaml)), sort_keys=False)
 
 
 def _frozen_exposition() -> bytes:

@@ -14,6 +14,8 @@ from pathlib import Path
 import requests
 import yaml
 
+from tests.support.processes import stop_process, wait_until_ready
+
 PROMETHEUS_BIN = shutil.which("prometheus") or "/usr/bin/prometheus"
 
 
@@ -37,13 +39,7 @@ class RunningPrometheus:
     workdir: Path
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def wait_for_series(self, query: str, *, minimum: int = 1, timeout: float = 30.0) -> int:
@@ -93,17 +89,10 @@ def start_prometheus(config: dict, *, port: int | None = None, timeout: float = 
     )
     url = f"http://127.0.0.1:{port}"
     running = RunningPrometheus(url=url, process=process, workdir=workdir)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            log = (workdir / "prometheus.log").read_text(errors="replace")[-2000:]
-            running.stop()
-            raise RuntimeError(f"prometheus exited with {process.returncode}: {log}")
-        try:
-            if requests.get(f"{url}/-/ready", timeout=1).ok:
-                return running
-        except requests.RequestException:
-            pass
-        time.sleep(0.2)
-    running.stop()
-    raise TimeoutError("prometheus did not become ready")
+    try:
+        wait_until_ready(process, url=f"{url}/-/ready", log=workdir / "prometheus.log", name="prometheus",
+                         timeout=timeout)
+    except BaseException:
+        running.stop()
+        raise
+    return running

@@ -6,12 +6,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
-import requests
 import yaml
 
+from tests.support.processes import wait_until_ready
 from tests.support.prometheus import RunningPrometheus, free_port
 
 VICTORIA_BIN = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
@@ -34,17 +33,10 @@ def start_victoriametrics(config: dict, *, extra: tuple[str, ...] = (), timeout:
     )
     url = f"http://127.0.0.1:{port}"
     running = RunningPrometheus(url=url, process=process, workdir=workdir)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            log = (workdir / "victoria-metrics.log").read_text(errors="replace")[-2000:]
-            running.stop()
-            raise RuntimeError(f"victoria-metrics exited with {process.returncode}: {log}")
-        try:
-            if requests.get(f"{url}/health", timeout=1).ok:
-                return running
-        except requests.RequestException:
-            pass
-        time.sleep(0.2)
-    running.stop()
-    raise TimeoutError("victoria-metrics did not become ready")
+    try:
+        wait_until_ready(process, url=f"{url}/health", log=workdir / "victoria-metrics.log",
+                         name="victoria-metrics", timeout=timeout)
+    except BaseException:
+        running.stop()
+        raise
+    return running
