@@ -12,10 +12,11 @@ django_application = get_wsgi_application()
 
 from django.conf import settings  # noqa: E402
 
+from apps.scheduler.views import extender_app  # noqa: E402  (models load once Django is set up)
+
 if not settings.NETAWARE.get("LEAN_EXTENDER", True):
     application = django_application
 else:
-    from apps.scheduler.views import extender_app
 
     def application(environ, start_response):  # type: ignore[no-untyped-def]
         if environ.get("PATH_INFO", "").startswith("/scheduler/"):
