@@ -29,7 +29,7 @@ from django.utils import timezone
 from . import signals
 from .models import NodeRollup, NodeSample, PairLatest, PairRollup, PairSample, PullWatermark, WindowDigest
 from .prometheus import PrometheusClient, Window, align_down, windows_between
-from .queries import NodeQuery, PairQuery, QuerySet, configured_queries
+from .queries import NodeQuery, PairQuery, PullQueries, configured_queries
 
 logger = logging.getLogger(__name__)
 
@@ -412,7 +412,7 @@ class _Job:
     text: str
 
 
-def pull_jobs(*, queries: QuerySet, shard: int = 0, shards: int = 1,
+def pull_jobs(*, queries: PullQueries, shard: int = 0, shards: int = 1,
               sources: Sequence[str] | None = None) -> list[_Job]:
     """What shard ``shard`` of ``shards`` pulls: its sources' part of every ``$shard`` pair query, and
     -- shard 0 only -- the pair queries that cannot be sharded and the node queries, whole."""
@@ -445,7 +445,7 @@ def _mark_for(key: str, marks: Mapping[str, int]) -> int | None:
     return min(related) if related else None
 
 
-def pending_windows(*, queries: QuerySet, now: datetime,
+def pending_windows(*, queries: PullQueries, now: datetime,
                     jobs: Sequence[_Job] | None = None) -> dict[str, list[Window]]:
     """Per watermark key, the aligned windows still to pull, oldest first, bounded per run."""
     conf = settings.NETAWARE
@@ -467,7 +467,7 @@ def pending_windows(*, queries: QuerySet, now: datetime,
     return pending
 
 
-def pull_node_info(*, client: PrometheusClient, queries: QuerySet, at: int) -> list[tuple[str, str, str]]:
+def pull_node_info(*, client: PrometheusClient, queries: PullQueries, at: int) -> list[tuple[str, str, str]]:
     if queries.node_info is None:
         return []
     info = queries.node_info
@@ -521,13 +521,13 @@ def _pull_ends(*, client: PrometheusClient, jobs: Sequence[_Job], pending: Mappi
             result.last_end = datetime.fromtimestamp(end, tz=UTC)
 
 
-def _hand_nodes_to_topology(*, client: PrometheusClient, queries: QuerySet, result: PullResult) -> None:
+def _hand_nodes_to_topology(*, client: PrometheusClient, queries: PullQueries, result: PullResult) -> None:
     if result.last_end is None:
         return
     refresh_nodes(client=client, queries=queries, at=int(result.last_end.timestamp()), result=result)
 
 
-def refresh_nodes(*, client: PrometheusClient, queries: QuerySet, at: int,
+def refresh_nodes(*, client: PrometheusClient, queries: PullQueries, at: int,
                   result: PullResult | None = None) -> list[str]:
     """Read ``netaware_node_info`` at ``at`` and report the nodes (the topology keeps them); returns their names."""
     nodes = pull_node_info(client=client, queries=queries, at=at)
@@ -539,7 +539,7 @@ def refresh_nodes(*, client: PrometheusClient, queries: QuerySet, at: int,
 
 
 def refresh_shard_nodes(*, prometheus_url: str | None = None, timeout: float | None = None,
-                        queries: QuerySet | None = None, now: datetime | None = None) -> list[str]:
+                        queries: PullQueries | None = None, now: datetime | None = None) -> list[str]:
     """Before fanning out: report the node list at the newest due window end; returns the node names."""
     now = now or timezone.now()
     queries = queries or configured_queries()
@@ -561,7 +561,7 @@ def _window_complete(*, jobs: Sequence[_Job], shards: int, end: datetime) -> boo
 
 
 def pull_metrics(*, now: datetime | None = None, prometheus_url: str | None = None,
-                 timeout: float | None = None, queries: QuerySet | None = None,
+                 timeout: float | None = None, queries: PullQueries | None = None,
                  shard: int = 0, shards: int = 1, sources: Sequence[str] | None = None) -> PullResult:
     """Pull every pending aligned window of one shard (all of it when ``shards == 1``) into Postgres.
 
@@ -611,7 +611,7 @@ def pull_metrics(*, now: datetime | None = None, prometheus_url: str | None = No
 
 
 def pull_window(*, start: datetime, end: datetime, prometheus_url: str | None = None,
-                timeout: float | None = None, queries: QuerySet | None = None) -> PullResult:
+                timeout: float | None = None, queries: PullQueries | None = None) -> PullResult:
     """Pull one explicit window ``(start, end]`` (stamped ``end``, whole seconds) without touching watermarks.
 
     For backfills and tests that need a window at a chosen time; idempotent like the periodic pull.

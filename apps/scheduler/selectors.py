@@ -111,8 +111,8 @@ def node_resources() -> dict[str, NodeResources]:
 
 
 def build_cluster_state(*, now: datetime | None = None) -> ClusterState:
-    """One consistent picture of the cluster from the database (not cached; see ``snapshot``)."""
-
+    """One consistent picture of the cluster from the database (not cached; the extender reads
+    ``cache.SchedulingCache.view()``)."""
     now = now or timezone.now()
     topology = current_topology() or empty_topology()
     usage: dict[str, NodeUsage] = node_usage(now=now)
