@@ -37,10 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import WorkloadRef, topology_positions
-from apps.scheduler.scoring.fixtures import paper_appgroup, pod_labels
 from apps.scheduler.scoring.network_score import naive_network_score, network_scores
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo, evolve
 from apps.topology.topomath import Topology
+from tests.support.scoring_fixtures import paper_appgroup, pod_labels
 
 ZONE_SIZE = 50
 REGIONS = 4

@@ -1,7 +1,7 @@
 """WSGI entry point of the extender server (``python manage.py run_extender``).
 
 Only the extender verbs (/scheduler/{filter,prioritize,bind,preempt}[/]) are served, through the
-lean dispatch of ``apps.scheduler.views`` (no middleware, no URL resolver); anything else is a 404.
+lean dispatch of ``apps.scheduler.extender_views`` (no middleware, no URL resolver); anything else is a 404.
 Importing this module starts the process's scheduling runtime (informers, loader, writers) and the
 health/metrics server, so the process is ready to answer as soon as its cache is synced.
 """
@@ -39,8 +39,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "netaware_site.settings")
 django.setup()
 
 from apps.scheduler import health  # noqa: E402
+from apps.scheduler.extender_views import extender_app  # noqa: E402
 from apps.scheduler.runtime import runtime  # noqa: E402
-from apps.scheduler.views import extender_app  # noqa: E402
 
 runtime()
 _health_bind = os.environ.get("NETAWARE_EXTENDER_HEALTH_BIND", "127.0.0.1:8002")

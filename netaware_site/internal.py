@@ -3,7 +3,7 @@
 ``/healthz``, ``/readyz`` and ``/metrics`` are called by the kubelet and Prometheus by pod IP over
 plain HTTP: ALLOWED_HOSTS (CommonMiddleware), the HTTPS redirect (SecurityMiddleware), sessions and
 any login requirement must not apply to them. This middleware is first in MIDDLEWARE and answers
-them directly; /metrics has its own bearer-token check (netaware_site/metrics.py).
+them directly; /metrics has its own bearer-token check (netaware_site/scrape.py).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from . import health, metrics
+from . import health, scrape
 
 ENDPOINTS: dict[str, Callable[[HttpRequest], HttpResponse]] = {
     "/healthz": health.healthz,
     "/readyz": health.readyz,
-    "/metrics": metrics.metrics_view,
+    "/metrics": scrape.metrics_view,
 }
 
 

@@ -28,9 +28,7 @@ from collections.abc import Iterator, Mapping
 
 import redis
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, Metric
 
 log = logging.getLogger(__name__)
 
@@ -86,51 +84,10 @@ def record_publish(*, version: int, data_until: float | None) -> None:
         log.debug("publish not recorded for metrics: %s", exc)
 
 
-# --- collection ---------------------------------------------------------------------------------
+# --- reading back (netaware_site.scrape, apps.topology.metrics) -------------------------------
 
 
-def _topology_metrics(now: float) -> Iterator[Metric]:
-    from apps.probes.models import PullWatermark
-    from apps.topology import selectors
-    from apps.topology.choices import SnapshotSource
-
-    snapshot = selectors.current_snapshot()
-    lag = GaugeMetricFamily("netaware_pipeline_lag_seconds",
-                            "How far each pipeline step is behind: pull = now - end of the newest window stored "
-                            "for the slowest query; rebuild = pulled data not yet in the current topology; "
-                            "publish = topology data not yet published to the cluster.", labels=["step"])
-    watermarks = list(PullWatermark.objects.values_list("last_end", flat=True))
-    if watermarks:
-        lag.add_metric(["pull"], max(0.0, now - min(w.timestamp() for w in watermarks)))
-    if snapshot is not None:
-        fresh = selectors.freshness(snapshot=snapshot, now=now)
-        yield GaugeMetricFamily("netaware_topology_age_seconds",
-                                "Age of the newest measurement in the current topology (read time).",
-                                value=fresh.age_seconds)
-        yield GaugeMetricFamily("netaware_topology_stale",
-                                "1 when the current topology is stale at read time (flagged, or its newest data "
-                                "is older than NETAWARE_STALE_AFTER_SECONDS).", value=1.0 if fresh.stale else 0.0)
-        yield GaugeMetricFamily("netaware_topology_version", "Version of the current topology snapshot.",
-                                value=snapshot.version)
-        pairs = GaugeMetricFamily("netaware_topology_pairs", "Node pairs of the current topology by kind.",
-                                  labels=["kind"])
-        pairs.add_metric(["measured"], snapshot.measured_pairs)
-        pairs.add_metric(["inferred"], snapshot.inferred_pairs)
-        pairs.add_metric(["stale"], snapshot.stale_pairs)
-        yield pairs
-        data_until = snapshot.data_until.timestamp() if snapshot.data_until else None
-        if watermarks and data_until is not None and snapshot.source == SnapshotSource.MEASURED:
-            newest_pulled = max(w.timestamp() for w in watermarks)
-            lag.add_metric(["rebuild"], max(0.0, newest_pulled - data_until))
-        published = _published()
-        if published is not None and data_until is not None:
-            published_until = published.get("data_until")
-            if published_until is not None:
-                lag.add_metric(["publish"], max(0.0, data_until - published_until))
-    yield lag
-
-
-def _published() -> dict[str, float] | None:
+def published() -> dict[str, float] | None:
     try:
         raw = redis_client().hgetall(PUBLISHED_KEY)
     except redis.RedisError:
@@ -146,7 +103,7 @@ def _published() -> dict[str, float] | None:
     return out
 
 
-def _counter_metrics() -> Iterator[Metric]:
+def counter_metrics() -> Iterator[Metric]:
     raw = redis_client().hgetall(COUNTERS_KEY)
     families = {name: CounterMetricFamily(name.removesuffix("_total"), COUNTER_HELP[name], labels=list(labels))
                 for name, labels in COUNTERS.items()}
@@ -165,36 +122,6 @@ def _counter_metrics() -> Iterator[Metric]:
     yield from families.values()
 
 
-class NetawareCollector:
-    """Collects at scrape time; a source that fails is reported down instead of failing the scrape."""
-
-    def collect(self) -> Iterator[Metric]:
-        now = time.time()
-        up = GaugeMetricFamily("netaware_metrics_source_up",
-                               "1 when /metrics could read this source during the scrape.", labels=["source"])
-        try:
-            series = list(_topology_metrics(now))
-        except Exception as exc:
-            log.warning("/metrics: database unavailable: %s", exc)
-            from django.db import close_old_connections
-
-            close_old_connections()
-            series = []
-            up.add_metric(["database"], 0.0)
-        else:
-            up.add_metric(["database"], 1.0)
-        yield from series
-        try:
-            counters = list(_counter_metrics())
-        except redis.RedisError as exc:
-            log.warning("/metrics: Redis unavailable: %s", exc)
-            up.add_metric(["redis"], 0.0)
-        else:
-            up.add_metric(["redis"], 1.0)
-            yield from counters
-        yield up
-
-
 # --- access -------------------------------------------------------------------------------------
 
 
@@ -208,25 +135,3 @@ def authorization_status(authorization: str | None) -> int:
     if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode()):
         return 200
     return 401
-
-
-def render() -> bytes:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(NetawareCollector())  # type: ignore[arg-type]
-    return generate_latest(registry)
-
-
-def metrics_view(request: HttpRequest) -> HttpResponse:
-    if request.method not in ("GET", "HEAD"):
-        response = HttpResponse("method not allowed\n", status=405, content_type="text/plain")
-        response["Allow"] = "GET, HEAD"
-        return response
-    status = authorization_status(request.META.get("HTTP_AUTHORIZATION"))
-    if status == 404:
-        return HttpResponse("not found\n", status=404, content_type="text/plain")
-    if status == 401:
-        response = HttpResponse("a valid bearer token is required\n", status=401, content_type="text/plain")
-        response["WWW-Authenticate"] = 'Bearer realm="netaware-metrics"'
-        return response
-    return HttpResponse(render(), content_type=CONTENT_TYPE)
-

@@ -166,7 +166,7 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 KUBE_TASKS = (
     "apps.appgroups.tasks.resync_cluster",
     "apps.appgroups.tasks.sync_appgroup",
-    "apps.appgroups.tasks.publish_network_topology",
+    "apps.topology.tasks.publish_network_topology",
 )
 KUBE_TASK_QUEUE = env("NETAWARE_KUBE_TASK_QUEUE", "")
 if KUBE_TASK_QUEUE:

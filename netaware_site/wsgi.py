@@ -1,5 +1,5 @@
 """WSGI entry point: the extender paths (/scheduler/{filter,prioritize,bind,preempt}[/]) are
-answered by ``apps.scheduler.views.extender_app`` without Django's middleware stack and URL
+answered by ``apps.scheduler.extender_views.extender_app`` without Django's middleware stack and URL
 resolution (same status, headers and body as the Django views; see docs/scheduler.md); every
 other path goes to Django. NETAWARE_LEAN_EXTENDER=false sends everything through Django."""
 
@@ -12,10 +12,11 @@ django_application = get_wsgi_application()
 
 from django.conf import settings  # noqa: E402
 
+from apps.scheduler.extender_views import extender_app  # noqa: E402  (models load once Django is set up)
+
 if not settings.NETAWARE.get("LEAN_EXTENDER", True):
     application = django_application
 else:
-    from apps.scheduler.views import extender_app
 
     def application(environ, start_response):  # type: ignore[no-untyped-def]
         if environ.get("PATH_INFO", "").startswith("/scheduler/"):

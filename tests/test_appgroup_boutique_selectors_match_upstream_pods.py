@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from apps.appgroups import resources
-from apps.scheduler.scoring.fixtures import paper_appgroup
+from tests.support.scoring_fixtures import paper_appgroup
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUTIQUE = ROOT / "scenarios" / "online-boutique-appgroup.yaml"

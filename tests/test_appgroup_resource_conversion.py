@@ -10,7 +10,7 @@ import yaml
 from apps import quantity
 from apps.appgroups import resources
 from apps.appgroups.graph import LabelSelector
-from apps.scheduler.scoring.fixtures import pod_labels
+from tests.support.scoring_fixtures import pod_labels
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUTIQUE = yaml.safe_load((ROOT / "scenarios" / "online-boutique-appgroup.yaml").read_text())

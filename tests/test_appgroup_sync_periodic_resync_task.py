@@ -25,7 +25,7 @@ def _doc(name: str, namespace: str = "shop") -> dict:
 @pytest.mark.django_db
 def test_resync_and_publish_schedules_are_seeded():
     resync = PeriodicTask.objects.get(task="apps.appgroups.tasks.resync_cluster")
-    publish = PeriodicTask.objects.get(task="apps.appgroups.tasks.publish_network_topology")
+    publish = PeriodicTask.objects.get(task="apps.topology.tasks.publish_network_topology")
     assert resync.enabled and resync.interval.every == 60 and resync.interval.period == "seconds"
     assert publish.enabled and publish.interval.every == 60
 

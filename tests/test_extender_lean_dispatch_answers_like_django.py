@@ -1,5 +1,5 @@
 """The production WSGI entry point answers the extender paths without Django's middleware
-(netaware_site.wsgi → apps.scheduler.views.extender_app). It must answer exactly as the Django
+(netaware_site.wsgi → apps.scheduler.extender_views.extender_app). It must answer exactly as the Django
 views do: same status, headers and body for every verb with and without the trailing slash, 405
 JSON for GET, the body-size limit, bad input, and the decision written after the response."""
 
@@ -85,11 +85,11 @@ def same(client, method: str, path: str, body: bytes | None) -> tuple[int, dict[
 
 
 def test_the_wsgi_entry_point_uses_the_lean_dispatch():
-    from apps.scheduler import views
+    from apps.scheduler import extender_views
     from netaware_site import wsgi
 
     assert wsgi.application is not wsgi.django_application
-    assert set(views.EXTENDER_PATHS.values()) == {"filter", "prioritize", "bind", "preempt"}
+    assert set(extender_views.EXTENDER_PATHS.values()) == {"filter", "prioritize", "bind", "preempt"}
 
 
 @pytest.mark.parametrize("slash", ["", "/"])

@@ -36,9 +36,9 @@ def test_kube_tasks_land_on_the_kube_queue_of_the_broker():
     code = (
         "import django; django.setup();"
         "from apps.appgroups import tasks;"
-        "tasks.publish_network_topology.delay(); tasks.resync_cluster.delay();"
-        "tasks.sync_appgroup.delay('default', 'x');"
-        "from apps.topology.tasks import rebuild_topology; r = rebuild_topology.delay(); print(r.id)"
+        "tasks.resync_cluster.delay(); tasks.sync_appgroup.delay('default', 'x');"
+        "from apps.topology.tasks import publish_network_topology, rebuild_topology;"
+        "publish_network_topology.delay(); r = rebuild_topology.delay(); print(r.id)"
     )
     env = {**os.environ, "NETAWARE_KUBE_TASK_QUEUE": queue, "DJANGO_SETTINGS_MODULE": "netaware_site.settings"}
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)

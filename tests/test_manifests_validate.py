@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from apps.appgroups import resources
+from apps.topology import resources as topology_resources
 
 ROOT = Path(__file__).resolve().parent.parent
 K8S = ROOT / "k8s"
@@ -104,7 +105,7 @@ DIKTYO_SCHEMAS = {
             }
         },
     },
-    (resources.DIKTYO_NETWORKTOPOLOGY_API_VERSION, "NetworkTopology"): {
+    (topology_resources.DIKTYO_API_VERSION, "NetworkTopology"): {
         "type": "object",
         "required": ["spec"],
         "properties": {
@@ -338,7 +339,7 @@ def test_kubernetes_validate_rejects_a_broken_builtin():
 
 
 def test_diktyo_networktopology_export_is_sorted_for_binary_search():
-    doc = resources.diktyo_networktopology_from_costs(
+    doc = topology_resources.diktyo_networktopology_from_costs(
         name="costs",
         zone_costs={
             ("b", "a"): 3.4,

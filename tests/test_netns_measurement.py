@@ -118,13 +118,13 @@ def measure(prometheus_url: str, *, end: float, window: int) -> dict[str, dict[t
     Runs the real pipeline: ``pull_window`` pulls the window from Prometheus into PairSample rows
     and ``rebuild_topology`` derives and stores the NetworkTopology snapshot that is read back.
     """
-    from apps.probes.queries import build_query_set
+    from apps.probes.queries import build_pull_queries
     from apps.probes.services import pull_window
     from apps.topology.selectors import topology_for
     from apps.topology.services import rebuild_topology
 
     # the pipeline's default PromQL, with a rate window that fits this short test
-    queries = build_query_set(None, rate=f"{window}s")
+    queries = build_pull_queries(None, rate=f"{window}s")
     pull_window(start=_ts(end - window), end=_ts(end), prometheus_url=prometheus_url, queries=queries)
     snapshot = rebuild_topology(now=_ts(end + 1))
     assert snapshot is not None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.probes.queries import QueriesFileError, build_query_set, configured_queries, load_queries_file
+from apps.probes.queries import QueriesFileError, build_pull_queries, configured_queries, load_queries_file
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "pipeline.md"
 
@@ -83,7 +83,7 @@ def test_documented_smokeping_profile_loads():
     assert block is not None
     import yaml
 
-    queries = build_query_set(yaml.safe_load(block.group(1)), rate="5m")
+    queries = build_pull_queries(yaml.safe_load(block.group(1)), rate="5m")
     by_series = {q.series: q for q in queries.pairs}
     assert set(by_series) == {"rtt_p50", "rtt_p90", "rtt_p99", "loss_ratio"}
     for q in by_series.values():

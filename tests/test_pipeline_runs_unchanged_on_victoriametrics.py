@@ -53,7 +53,7 @@ def test_sharded_pull_from_victoriametrics_matches_both_scenarios(settings, vict
     configure_pipeline(settings, vm.url, width=WIDTH)
     now = datetime.now(tz=UTC)
     # the node list comes from netaware_node_info, as the coordinator task reads it before fanning out
-    assert services.refresh_shard_nodes(now=now) == 6
+    assert len(services.refresh_shard_nodes(now=now)) == 6
     results = [services.pull_metrics(now=now, shard=i, shards=2) for i in range(2)]
     assert all(r.windows >= 1 and not r.skipped_locked for r in results), results
     assert results[-1].window_complete

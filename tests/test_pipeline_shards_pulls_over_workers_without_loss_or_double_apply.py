@@ -57,8 +57,8 @@ def _unsharded_repull_writes(stamps) -> int:
 @pytest.mark.django_db(transaction=True)
 def test_racing_workers_apply_each_window_once(sharded) -> None:
     now = datetime.now(tz=UTC)
-    services.refresh_shard_nodes(now=now)
-    sources = {i: services.shard_sources(shard=i, shards=SHARDS) for i in range(SHARDS)}
+    nodes = services.refresh_shard_nodes(now=now)
+    sources = {i: services.shard_sources(nodes=nodes, shard=i, shards=SHARDS) for i in range(SHARDS)}
     assert sorted(sources[0] + sources[1]) == ["n1", "n2", "n3", "q1"] or sorted(sources[0] + sources[1]) == [
         "n1", "n2", "n3"]
     results: list[tuple[int, services.PullResult]] = []
@@ -97,7 +97,8 @@ def test_racing_workers_apply_each_window_once(sharded) -> None:
     # the second applies nothing.
     later = now + timedelta(seconds=WIDTH)
     busy = max(range(SHARDS), key=lambda i: len(sources[i]))  # a shard with sources (3 names may all hash to one)
-    jobs = services.pull_jobs(queries=services.configured_queries(), shard=busy, shards=SHARDS)
+    jobs = services.pull_jobs(queries=services.configured_queries(), shard=busy, shards=SHARDS,
+                              sources=sources[busy])
     pending = {key: [w.end for w in windows]
                for key, windows in services.pending_windows(queries=services.configured_queries(), now=later,
                                                             jobs=jobs).items()}

@@ -2,8 +2,9 @@
 
 RTT quantiles are ordered and near the nominal p90, loss and bandwidth near the scenario, node
 utilisation in range; unreachable pairs and a quiet pair (histogram_quantile -> NaN) store no RTT,
-never zeros; node placement reaches the topology app; the periodic path follows its watermarks and
-the Celery task stores data and enqueues the topology rebuild.
+never zeros; node placement reaches the topology app (and a receiver of the pipeline's signals that
+fails does not fail the pull); the periodic path follows its watermarks and the Celery task stores
+data and enqueues the topology rebuild.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import requests
 
-from apps.probes import services
+from apps.probes import services, signals
 from apps.probes.models import NodeSample, PairSample, PullWatermark
 from apps.probes.queries import configured_queries
+from apps.topology.models import Node
 from tests.support.pipeline import FROZEN_SOURCE, FROZEN_TARGET, configure_pipeline, emulated_cluster
 from tests.support.pipeline import at as _at
 
@@ -69,10 +71,26 @@ def test_window_matches_scenario(pipeline_settings, cluster):
         assert node_rows[("net_used_bps", node.name)] > 0
 
     # The nodes' zones/regions were handed to the topology app.
-    from apps.topology.models import Node
-
     placed = {n.name: (n.zone, n.region) for n in Node.objects.filter(name__in=scenario.node_names)}
     assert placed == {"n1": ("a", "r1"), "n2": ("a", "r1"), "n3": ("b", "r1")}
+
+
+@pytest.mark.django_db
+def test_a_failing_receiver_does_not_fail_the_pull(pipeline_settings, cluster, caplog):
+    def broken(**_):
+        raise RuntimeError("receiver bug")
+
+    signals.nodes_reported.connect(broken, dispatch_uid="test-broken")
+    try:
+        end = int(time.time()) - 2
+        result = services.pull_window(start=_at(end - WIDTH), end=_at(end))
+        assert result.windows == 1 and result.rows_written > 0 and result.nodes_seen == 3
+    finally:
+        signals.nodes_reported.disconnect(dispatch_uid="test-broken")
+    assert "receiver bug" in caplog.text
+    # The topology's own receiver still ran.
+    assert set(Node.objects.filter(name__in=cluster.emulator.scenario.node_names).values_list("name", flat=True)) == {
+        "n1", "n2", "n3"}
 
 
 @pytest.mark.django_db

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PURE = [
     "apps.topology.topomath",
     "apps.topology.freshness",
+    "apps.topology.resources",
     "apps.appgroups.graph",
     "apps.appgroups.toposort",
     "apps.appgroups.overlap",
@@ -23,6 +24,7 @@ PURE = [
     "apps.probes.agent",
     "apps.probes.agent_auth",
     "apps.probes.plan",
+    "apps.probes.usage",
     "apps.scheduler.scoring.engine",
     "apps.scheduler.scoring.default_plugins",
     "apps.scheduler.evaluation",

@@ -15,11 +15,11 @@ from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Se
 from apps.probes.scenario import load_scenario
 from apps.scheduler.scoring import cold_start, default_plugins, engine
 from apps.scheduler.scoring.common import WorkloadRef
-from apps.scheduler.scoring.fixtures import paper_appgroup, pod_labels
 from apps.scheduler.scoring.network_score import naive_network_score
 from apps.scheduler.scoring.scenario_topology import topology_from_scenario
 from apps.scheduler.scoring.state import ClusterState, NodeResources, PodInfo
 from apps.topology.topomath import Topology
+from tests.support.scoring_fixtures import paper_appgroup, pod_labels
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "paper-testbed.yaml"
 

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from apps.scheduler.scoring import engine
-from apps.scheduler.scoring.fixtures import paper_appgroup, pod_labels
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo, evolve
 from apps.topology.topomath import Topology
+from tests.support.scoring_fixtures import paper_appgroup, pod_labels
 
 N = 60
 GHOSTS = ("ghost-a", "ghost-b")  # candidates neither the topology nor the cluster knows

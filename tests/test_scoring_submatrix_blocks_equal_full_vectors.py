@@ -11,10 +11,10 @@ import numpy as np
 
 from apps.scheduler.scoring import network_score
 from apps.scheduler.scoring.common import WorkloadRef, topology_positions
-from apps.scheduler.scoring.fixtures import paper_appgroup
 from apps.scheduler.scoring.indexes import TopologyVectors
 from apps.scheduler.scoring.state import ClusterState
 from apps.topology.topomath import Topology
+from tests.support.scoring_fixtures import paper_appgroup
 
 N = 240
 

@@ -17,6 +17,6 @@ class AccountsConfig(AppConfig):
 def _ensure_roles(sender, app_config=None, **kwargs):  # type: ignore[no-untyped-def]
     # After the last app's permissions exist (post_migrate runs per app, ours is late in the list).
     if app_config is not None and app_config.label == "accounts":
-        from .services import ensure_roles
+        from .services import ensure_roles  # services imports models: not loadable when apps.py is
 
         ensure_roles()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import ValidationError
 
 from .models import ApiToken, digest, new_token_value
+from .roles import ROLES
 
 
 def create_api_token(*, user, name: str, expires_at: datetime | None = None) -> tuple[ApiToken, str]:  # type: ignore[no-untyped-def]
@@ -31,9 +33,6 @@ def ensure_roles() -> None:
     Migration 0002 creates them; this also runs after every ``migrate`` and database flush
     (post_migrate), so the roles come back after a test flush or a hand-made deletion.
     """
-    from django.contrib.auth.models import Group, Permission
-
-    from .roles import ROLES
 
     for role, perms in ROLES.items():
         group, _ = Group.objects.get_or_create(name=role)

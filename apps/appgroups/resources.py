@@ -33,14 +33,10 @@ GROUP = "netaware.io"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 APPGROUP_KIND = "AppGroup"
-NETWORKTOPOLOGY_KIND = "NetworkTopology"
 APPGROUP_PLURAL = "appgroups"
-NETWORKTOPOLOGY_PLURAL = "networktopologies"
 
 DIKTYO_APPGROUP_GROUP = "appgroup.diktyo.x-k8s.io"
 DIKTYO_APPGROUP_API_VERSION = f"{DIKTYO_APPGROUP_GROUP}/v1alpha1"
-DIKTYO_NETWORKTOPOLOGY_GROUP = "networktopology.diktyo.x-k8s.io"
-DIKTYO_NETWORKTOPOLOGY_API_VERSION = f"{DIKTYO_NETWORKTOPOLOGY_GROUP}/v1alpha1"
 
 # Pod labels naming the AppGroup a pod belongs to (ours, and scheduler-plugins').
 APPGROUP_LABEL = "netaware.io/appgroup"
@@ -49,8 +45,6 @@ DIKTYO_WORKLOAD_LABEL = f"{DIKTYO_APPGROUP_GROUP}.workload"
 
 EXTRAS_ANNOTATION = "netaware.io/appgroup-extras"
 MAX_NETWORK_COST = 10000
-REGION_KEY = "topology.kubernetes.io/region"
-ZONE_KEY = "topology.kubernetes.io/zone"
 
 Flavor = Literal["netaware", "diktyo"]
 # Sensitivity given to dependencies imported from diktyo resources without our extras annotation.
@@ -666,80 +660,3 @@ def status_document(
     if calculation_time:
         status["topologyCalculationTime"] = calculation_time
     return status
-
-
-def _cost_int(value: float) -> int | None:
-    if not math.isfinite(value):
-        return None
-    return max(0, math.floor(value + 0.5))
-
-
-def _origin_list(
-    costs: Mapping[tuple[str, str], float], bandwidth_bps: Mapping[tuple[str, str], float] | None
-) -> list[dict[str, Any]]:
-    by_origin: dict[str, list[dict[str, Any]]] = {}
-    for (origin, destination), value in costs.items():
-        if origin == destination:
-            continue
-        cost = _cost_int(float(value))
-        if cost is None:
-            continue
-        entry: dict[str, Any] = {"destination": destination, "networkCost": cost}
-        if bandwidth_bps and (origin, destination) in bandwidth_bps:
-            capacity = bandwidth_bps[(origin, destination)]
-            if math.isfinite(capacity) and capacity >= 0:
-                entry["bandwidthCapacity"] = quantity.format_bytes(int(capacity))
-        by_origin.setdefault(origin, []).append(entry)
-    # NetworkOverhead binary-searches origins and destinations: both lists must be sorted.
-    return [
-        {"origin": origin, "costList": sorted(entries, key=lambda e: e["destination"])}
-        for origin, entries in sorted(by_origin.items())
-    ]
-
-
-def diktyo_networktopology_from_costs(
-    *,
-    name: str,
-    zone_costs: Mapping[tuple[str, str], float],
-    region_costs: Mapping[tuple[str, str], float],
-    namespace: str = "default",
-    weights_name: str = "NetperfCosts",
-    configmap_name: str = "netperf-metrics",
-    node_count: int | None = None,
-    zone_bandwidth_bps: Mapping[tuple[str, str], float] | None = None,
-    region_bandwidth_bps: Mapping[tuple[str, str], float] | None = None,
-    calculation_time: str | None = None,
-) -> dict[str, Any]:
-    """Our measured zone/region costs as a scheduler-plugins NetworkTopology resource.
-
-    Costs are rounded to the integers NetworkOverhead expects (networkCost is int64 >= 0); pairs
-    with the same origin and destination and non-finite costs are left out (the plugin uses its
-    own same-zone cost). ``weights_name`` must match the plugin's ``weightsName`` argument; with
-    "NetperfCosts" the plugin does not sort the lists itself, so we emit them sorted by
-    topologyKey, origin and destination.
-    """
-    topology_list: list[dict[str, Any]] = []
-    region_origins = _origin_list(region_costs, region_bandwidth_bps)
-    if region_origins:
-        topology_list.append({"topologyKey": REGION_KEY, "originList": region_origins})
-    zone_origins = _origin_list(zone_costs, zone_bandwidth_bps)
-    if zone_origins:
-        topology_list.append({"topologyKey": ZONE_KEY, "originList": zone_origins})
-    topology_list.sort(key=lambda item: item["topologyKey"])
-    doc: dict[str, Any] = {
-        "apiVersion": DIKTYO_NETWORKTOPOLOGY_API_VERSION,
-        "kind": NETWORKTOPOLOGY_KIND,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "configmapName": configmap_name,
-            "weights": [{"name": weights_name, "topologyList": topology_list}],
-        },
-    }
-    status: dict[str, Any] = {}
-    if node_count is not None:
-        status["nodeCount"] = node_count
-    if calculation_time:
-        status["weightCalculationTime"] = calculation_time
-    if status:
-        doc["status"] = status
-    return doc

@@ -12,6 +12,7 @@ from apps import quantity
 from . import resources
 from .graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
 from .models import AppGroup, Dependency, Placement, Workload
+from .overlap import common_pod
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,6 @@ def namespace_selectors(*, namespace: str, exclude_pk: int | None = None) -> lis
 def overlapping_appgroups() -> dict[str, list[str]]:
     """AppGroup "namespace/name" -> sentences naming each overlap with another AppGroup (for flags;
     writes from the dashboard and API are refused, but the cluster may hold such AppGroups)."""
-    from .overlap import common_pod
 
     by_namespace: dict[str, list[tuple[str, str, LabelSelector]]] = {}
     rows = Workload.objects.order_by("appgroup__namespace", "appgroup__name", "position").values_list(

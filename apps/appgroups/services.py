@@ -30,6 +30,8 @@ from . import resources, validators
 from .choices import Origin, PlacementSource
 from .graph import AppGroupSpec, LabelSelector
 from .models import AppGroup, AppGroupTombstone, Dependency, Placement, Workload
+from .overlap import overlaps
+from .selectors import appgroup_spec, appgroups_with_graph, namespace_selectors
 
 logger = logging.getLogger(__name__)
 
@@ -216,8 +218,6 @@ def _refuse_overlaps(*, spec: AppGroupSpec, appgroup: AppGroup) -> None:
     cluster (the sync loop) are accepted as they are, so the cluster's state is never lost; the
     dashboard flags them (selectors.overlapping_appgroups).
     """
-    from .overlap import overlaps
-    from .selectors import namespace_selectors
 
     others = namespace_selectors(namespace=spec.namespace, exclude_pk=appgroup.pk)
     found = overlaps([(w.name, w.selector) for w in spec.workloads], others)
@@ -266,7 +266,6 @@ def validate_resource(*, document: Mapping[str, Any], appgroup: AppGroup | None 
 
 def export_resource(*, appgroup: AppGroup, flavor: resources.Flavor = "netaware") -> dict[str, Any]:
     """The AppGroup as a resource document (our CR or the scheduler-plugins CR), without status."""
-    from .selectors import appgroup_spec
 
     annotations = {DESCRIPTION_ANNOTATION: appgroup.description} if appgroup.description else None
     return resources.resource_from_spec(
@@ -351,8 +350,6 @@ def request_sync(*, namespace: str, name: str) -> None:
 
 
 def _find_workload(*, pod_namespace: str, labels: Mapping[str, str]) -> Workload | None:
-    from .selectors import appgroups_with_graph
-
     group_name = labels.get(resources.APPGROUP_LABEL) or labels.get(resources.DIKTYO_APPGROUP_LABEL)
     groups = appgroups_with_graph().filter(namespace=pod_namespace)
     if group_name:

@@ -1,4 +1,4 @@
-"""Celery tasks of the appgroups app (thin: they call apps.appgroups.sync / apps.topology.publish)."""
+"""Celery tasks of the appgroups app (thin: they call apps.appgroups.sync)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from kubernetes.config import ConfigException
 from . import sync
 
 log = logging.getLogger(__name__)
+
 
 @shared_task(name="apps.appgroups.tasks.resync_cluster", ignore_result=True)
 def resync_cluster() -> dict[str, Any]:
@@ -31,22 +32,3 @@ def sync_appgroup(namespace: str, name: str) -> dict[str, Any]:
         log.info("AppGroup sync skipped: no Kubernetes API configured (%s)", exc)
         return {"skipped": str(exc)}
 
-
-@shared_task(name="apps.appgroups.tasks.publish_network_topology", ignore_result=True)
-def publish_network_topology() -> dict[str, Any]:
-    """Publish the current topology snapshot as NetworkTopology resources (skipped when unchanged)."""
-    from apps.topology import publish
-    from netaware_site import kube
-
-    try:
-        return publish.publish().summary()
-    except ConfigException as exc:
-        log.info("NetworkTopology publish skipped: no Kubernetes API configured (%s)", exc)
-        return {"skipped": str(exc)}
-    except Exception as exc:
-        if not kube.is_retryable(exc):
-            raise
-        # API server down or busy: the next run re-publishes (the aggregate is applied last, so a
-        # half-written set is never marked as published).
-        log.warning("NetworkTopology publish failed, will retry on the next run: %s", kube.describe(exc))
-        return {"error": kube.describe(exc)}

@@ -12,8 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from apps import quantity
 from apps.appgroups.graph import AppGroupSpec
 from apps.appgroups.models import AppGroup, Placement
+from apps.scheduler.evaluation.adapter import network_scores_at
+from apps.scheduler.evaluation.metrics import network_metrics
+from apps.scheduler.selectors import build_cluster_state
+from apps.topology.models import Node
+from apps.topology.selectors import current_snapshot
 
 MAX_EDGE_TEXT = 12
 
@@ -34,7 +42,6 @@ def _layers(spec: AppGroupSpec, order: Sequence[str]) -> dict[str, int]:
 def graph_figure(spec: AppGroupSpec, order: Sequence[str]) -> dict[str, Any]:
     """Plotly figure dict: workloads as nodes sized by weight, dependencies as arrows labelled with
     their latency/bandwidth/loss sensitivities (and maxNetworkCost / minBandwidth when set)."""
-    from apps import quantity
 
     depth = _layers(spec, order)
     columns: dict[int, list[str]] = {}
@@ -132,14 +139,6 @@ class PlacementScores:
 
 def placement_scores(*, appgroup: AppGroup, spec: AppGroupSpec) -> PlacementScores:
     """Each placed pod's network score (0..100) at its node given every other placement."""
-    import numpy as np
-
-    from apps.scheduler.evaluation.adapter import network_scores_at
-    from apps.scheduler.evaluation.metrics import network_metrics
-    from apps.scheduler.selectors import build_cluster_state
-    from apps.topology.models import Node
-    from apps.topology.selectors import current_snapshot
-
     rows = list(
         Placement.objects.filter(appgroup=appgroup)
         .select_related("workload")

@@ -16,6 +16,8 @@ from django.db.models import Count, Max
 
 from apps.appgroups.models import AppGroup, Placement
 from apps.appgroups.selectors import appgroup_spec, appgroups_with_graph
+from apps.scheduler.evaluation.adapter import network_scores_at
+from apps.scheduler.selectors import build_cluster_state
 from apps.topology.models import Node
 
 from .selectors import CACHE_SECONDS, _head, _identity, freshness, version_key
@@ -43,9 +45,6 @@ def placements_map() -> tuple[str, dict[str, Any]]:
 
 
 def _placements_map() -> dict[str, Any]:
-    from apps.scheduler.evaluation.adapter import network_scores_at
-    from apps.scheduler.selectors import build_cluster_state
-
     problem = ""
     try:
         state = build_cluster_state()

@@ -87,7 +87,9 @@ class NodeInfoQuery:
 
 
 @dataclass(frozen=True)
-class QuerySet:
+class PullQueries:
+    """The PromQL one pull runs: pair series, node series and the node list (not a Django QuerySet)."""
+
     rate: str
     pairs: tuple[PairQuery, ...]
     nodes: tuple[NodeQuery, ...]
@@ -172,7 +174,7 @@ def _entry(raw: Any, allowed: set[str], required: tuple[str, ...], key: str) -> 
     return entry
 
 
-def build_query_set(overrides: Mapping[str, Any] | None, *, rate: str) -> QuerySet:
+def build_pull_queries(overrides: Mapping[str, Any] | None, *, rate: str) -> PullQueries:
     """Merge ``overrides`` (a parsed queries file) over the defaults and validate everything."""
     raw = _mapping(overrides if overrides is not None else {}, "")
     _check_keys(raw, _TOP_KEYS, "")
@@ -216,10 +218,10 @@ def build_query_set(overrides: Mapping[str, Any] | None, *, rate: str) -> QueryS
                                       zone_label=spec["zone_label"], region_label=spec["region_label"])
     else:
         node_info = NodeInfoQuery(**DEFAULT_NODE_INFO)
-    return QuerySet(rate=rate, pairs=tuple(pairs), nodes=tuple(nodes), node_info=node_info)
+    return PullQueries(rate=rate, pairs=tuple(pairs), nodes=tuple(nodes), node_info=node_info)
 
 
-def load_queries_file(path: str | Path, *, rate: str) -> QuerySet:
+def load_queries_file(path: str | Path, *, rate: str) -> PullQueries:
     """Parse and validate a queries file; errors are QueriesFileError naming the key."""
     try:
         text = Path(path).read_text()
@@ -229,10 +231,10 @@ def load_queries_file(path: str | Path, *, rate: str) -> QuerySet:
         data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise QueriesFileError("", f"{path}: invalid YAML: {exc}") from exc
-    return build_query_set(data, rate=rate)
+    return build_pull_queries(data, rate=rate)
 
 
-def configured_queries() -> QuerySet:
+def configured_queries() -> PullQueries:
     """The query set in force: the file named by settings, else the defaults."""
     from django.conf import settings
 
@@ -240,4 +242,4 @@ def configured_queries() -> QuerySet:
     path = conf.get("QUERIES_FILE") or ""
     if path:
         return load_queries_file(path, rate=conf["RATE_WINDOW"])
-    return build_query_set(None, rate=conf["RATE_WINDOW"])
+    return build_pull_queries(None, rate=conf["RATE_WINDOW"])

@@ -16,10 +16,9 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from apps.scheduler.scoring.state import NodeUsage
-
 from .choices import NodeSeries, PairSeries
 from .models import NodeSample, PairLatest, PairSample
+from .usage import NodeUsage
 
 PairValues = tuple[list[str], list[str], np.ndarray, np.ndarray]
 

@@ -12,11 +12,10 @@ See docs/pipeline.md. The invariants:
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,9 +26,10 @@ from django.conf import settings
 from django.db import IntegrityError, OperationalError, ProgrammingError, connection, transaction
 from django.utils import timezone
 
+from . import signals
 from .models import NodeRollup, NodeSample, PairLatest, PairRollup, PairSample, PullWatermark, WindowDigest
 from .prometheus import PrometheusClient, Window, align_down, windows_between
-from .queries import NodeQuery, PairQuery, QuerySet, configured_queries
+from .queries import NodeQuery, PairQuery, PullQueries, configured_queries
 
 logger = logging.getLogger(__name__)
 
@@ -143,11 +143,9 @@ def shard_label(shard: int, shards: int) -> str:
     return f"{shard}/{shards}" if shards > 1 else ""
 
 
-def shard_sources(*, shard: int, shards: int) -> list[str]:
-    """The source nodes of one shard, from the node cache (filled from netaware_node_info by every pull)."""
-    from apps.topology.models import Node
-
-    return sorted(name for name in Node.objects.values_list("name", flat=True) if shard_of(name, shards) == shard)
+def shard_sources(*, nodes: Iterable[str], shard: int, shards: int) -> list[str]:
+    """The source nodes of one shard among ``nodes`` (from netaware_node_info)."""
+    return sorted(name for name in set(nodes) if shard_of(name, shards) == shard)
 
 
 # --- storing ----------------------------------------------------------------------------------------
@@ -399,19 +397,6 @@ def _group_node_matrix(matrix: list[dict], query: NodeQuery) -> dict[int, NodePo
     return {ts: (n, np.asarray(v, dtype=np.float64)) for ts, (n, v) in per_ts.items()}
 
 
-def topology_hook(name: str, module: str = "apps.topology.services") -> Callable[..., Any] | None:
-    """A function the topology app may provide (it is built in parallel); None when absent."""
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as exc:
-        logger.info("%s not importable (%s); skipping %s", module, exc, name)
-        return None
-    func = getattr(mod, name, None)
-    if func is None:
-        logger.info("%s.%s does not exist; skipping", module, name)
-    return func
-
-
 def raw_cutoff(now: datetime) -> datetime:
     """Raw samples stamped before this hour boundary belong to the roll-ups, not the raw table."""
     hours = settings.NETAWARE["RAW_RETENTION_HOURS"]
@@ -427,7 +412,7 @@ class _Job:
     text: str
 
 
-def pull_jobs(*, queries: QuerySet, shard: int = 0, shards: int = 1,
+def pull_jobs(*, queries: PullQueries, shard: int = 0, shards: int = 1,
               sources: Sequence[str] | None = None) -> list[_Job]:
     """What shard ``shard`` of ``shards`` pulls: its sources' part of every ``$shard`` pair query, and
     -- shard 0 only -- the pair queries that cannot be sharded and the node queries, whole."""
@@ -436,8 +421,7 @@ def pull_jobs(*, queries: QuerySet, shard: int = 0, shards: int = 1,
     jobs: list[_Job] = []
     for pq in queries.pairs:
         if shards > 1 and pq.shardable:
-            chosen = sources if sources is not None else shard_sources(shard=shard, shards=shards)
-            jobs.append(_Job(f"{pq.watermark_key}@{shard}/{shards}", pq, pq.for_sources(chosen)))
+            jobs.append(_Job(f"{pq.watermark_key}@{shard}/{shards}", pq, pq.for_sources(sources or [])))
         elif shard == 0:
             jobs.append(_Job(pq.watermark_key, pq, pq.for_sources(None)))
     if shard == 0:
@@ -461,7 +445,7 @@ def _mark_for(key: str, marks: Mapping[str, int]) -> int | None:
     return min(related) if related else None
 
 
-def pending_windows(*, queries: QuerySet, now: datetime,
+def pending_windows(*, queries: PullQueries, now: datetime,
                     jobs: Sequence[_Job] | None = None) -> dict[str, list[Window]]:
     """Per watermark key, the aligned windows still to pull, oldest first, bounded per run."""
     conf = settings.NETAWARE
@@ -483,7 +467,7 @@ def pending_windows(*, queries: QuerySet, now: datetime,
     return pending
 
 
-def pull_node_info(*, client: PrometheusClient, queries: QuerySet, at: int) -> list[tuple[str, str, str]]:
+def pull_node_info(*, client: PrometheusClient, queries: PullQueries, at: int) -> list[tuple[str, str, str]]:
     if queries.node_info is None:
         return []
     info = queries.node_info
@@ -537,29 +521,26 @@ def _pull_ends(*, client: PrometheusClient, jobs: Sequence[_Job], pending: Mappi
             result.last_end = datetime.fromtimestamp(end, tz=UTC)
 
 
-def _hand_nodes_to_topology(*, client: PrometheusClient, queries: QuerySet, result: PullResult) -> None:
+def _hand_nodes_to_topology(*, client: PrometheusClient, queries: PullQueries, result: PullResult) -> None:
     if result.last_end is None:
         return
     refresh_nodes(client=client, queries=queries, at=int(result.last_end.timestamp()), result=result)
 
 
-def refresh_nodes(*, client: PrometheusClient, queries: QuerySet, at: int, result: PullResult | None = None) -> int:
-    """Read ``netaware_node_info`` at ``at`` into the node cache (which also lists the shards' sources)."""
+def refresh_nodes(*, client: PrometheusClient, queries: PullQueries, at: int,
+                  result: PullResult | None = None) -> list[str]:
+    """Read ``netaware_node_info`` at ``at`` and report the nodes (the topology keeps them); returns their names."""
     nodes = pull_node_info(client=client, queries=queries, at=at)
     if result is not None:
         result.nodes_seen = len(nodes)
-    upsert = topology_hook("upsert_nodes_from_metrics") if nodes else None
-    if upsert is not None:
-        try:
-            upsert(nodes=nodes)
-        except Exception:  # the windows are stored; a topology-side bug must not fail the pull
-            logger.exception("upsert_nodes_from_metrics failed for %d nodes", len(nodes))
-    return len(nodes)
+    if nodes:  # the windows are stored; a receiver's failure is logged and does not fail the pull
+        signals.send(signals.nodes_reported, sender=refresh_nodes, nodes=nodes)
+    return [name for name, _zone, _region in nodes]
 
 
 def refresh_shard_nodes(*, prometheus_url: str | None = None, timeout: float | None = None,
-                        queries: QuerySet | None = None, now: datetime | None = None) -> int:
-    """Before fanning out: read the node list at the newest due window end, so every shard knows its sources."""
+                        queries: PullQueries | None = None, now: datetime | None = None) -> list[str]:
+    """Before fanning out: report the node list at the newest due window end; returns the node names."""
     now = now or timezone.now()
     queries = queries or configured_queries()
     width = int(settings.NETAWARE["PULL_WINDOW_SECONDS"])
@@ -580,7 +561,7 @@ def _window_complete(*, jobs: Sequence[_Job], shards: int, end: datetime) -> boo
 
 
 def pull_metrics(*, now: datetime | None = None, prometheus_url: str | None = None,
-                 timeout: float | None = None, queries: QuerySet | None = None,
+                 timeout: float | None = None, queries: PullQueries | None = None,
                  shard: int = 0, shards: int = 1, sources: Sequence[str] | None = None) -> PullResult:
     """Pull every pending aligned window of one shard (all of it when ``shards == 1``) into Postgres.
 
@@ -597,6 +578,12 @@ def pull_metrics(*, now: datetime | None = None, prometheus_url: str | None = No
     url = prometheus_url or settings.PROMETHEUS_URL
     timeout = float(timeout if timeout is not None else settings.PROMETHEUS_TIMEOUT_SECONDS)
     result = PullResult()
+    if shards > 1 and sources is None:
+        # Every shard reads the node list at the same aligned time, so the shards cover it exactly.
+        with PrometheusClient(url, timeout=timeout) as client:
+            names = [name for name, _zone, _region in pull_node_info(
+                client=client, queries=queries, at=align_down(now.timestamp() - width, width))]
+        sources = shard_sources(nodes=names, shard=shard, shards=shards)
     jobs = pull_jobs(queries=queries, shard=shard, shards=shards, sources=sources)
     lock = (_PULL_LOCK_KEY, zlib.crc32(f"{shard}/{shards}".encode()) & 0x7FFFFFFF)
     with connection.cursor() as cursor:
@@ -624,7 +611,7 @@ def pull_metrics(*, now: datetime | None = None, prometheus_url: str | None = No
 
 
 def pull_window(*, start: datetime, end: datetime, prometheus_url: str | None = None,
-                timeout: float | None = None, queries: QuerySet | None = None) -> PullResult:
+                timeout: float | None = None, queries: PullQueries | None = None) -> PullResult:
     """Pull one explicit window ``(start, end]`` (stamped ``end``, whole seconds) without touching watermarks.
 
     For backfills and tests that need a window at a chosen time; idempotent like the periodic pull.
@@ -760,5 +747,4 @@ __all__ = [
     "store_node_points",
     "store_pair_points",
     "store_window",
-    "topology_hook",
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import random
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
-from . import services
+from . import services, signals
 from .prometheus import PrometheusUnavailable
 
 logger = logging.getLogger(__name__)
@@ -24,24 +23,11 @@ def retry_countdown(retries: int) -> float:
     return random.uniform(min(base / 2, ceiling), ceiling)
 
 
-def _enqueue_rebuild() -> None:
-    try:
-        module = importlib.import_module("apps.topology.tasks")
-    except ImportError as exc:
-        logger.info("apps.topology.tasks not importable (%s); no rebuild enqueued", exc)
-        return
-    task = getattr(module, "rebuild_topology", None)
-    if task is not None:
-        task.delay()
-
-
 def _retry(task: Any, exc: Exception, what: str) -> Any:
     retries = task.request.retries
     max_retries = int(settings.NETAWARE["PULL_MAX_RETRIES"])
     logger.warning("%s: %s (attempt %d of %d)", what, exc, retries + 1, max_retries + 1)
-    mark_stale = services.topology_hook("mark_stale")
-    if mark_stale is not None:
-        mark_stale(reason=f"metrics pull failed: {exc}")
+    signals.send(signals.pull_failed, sender=task, reason=f"metrics pull failed: {exc}")
     return task.retry(exc=exc, countdown=retry_countdown(retries), max_retries=max_retries)
 
 
@@ -79,7 +65,7 @@ def pull_metrics(self: Any) -> dict[str, Any]:
     except PrometheusUnavailable as exc:
         raise _retry(self, exc, "pull_metrics") from exc
     if result.rows_written:
-        _enqueue_rebuild()
+        signals.send(signals.window_stored, sender=pull_metrics)
     return _summary(result)
 
 
@@ -93,7 +79,7 @@ def pull_shard(self: Any, shard: int, shards: int) -> dict[str, Any]:
     except PrometheusUnavailable as exc:
         raise _retry(self, exc, f"pull_shard {shard}/{shards}") from exc
     if result.rows_written and result.window_complete:
-        _enqueue_rebuild()  # the shard that completes a window asks for the rebuild
+        signals.send(signals.window_stored, sender=pull_shard)  # the shard that completes a window asks for the rebuild
     return {"shard": shard, "shards": shards, **_summary(result)}
 
 

@@ -90,7 +90,6 @@ def recent_bindings(*, now: datetime) -> dict[str, int]:
 
 
 def node_resources() -> dict[str, NodeResources]:
-
     requested = requested_by_node()
     out: dict[str, NodeResources] = {}
     for row in Node.objects.values(
@@ -112,8 +111,8 @@ def node_resources() -> dict[str, NodeResources]:
 
 
 def build_cluster_state(*, now: datetime | None = None) -> ClusterState:
-    """One consistent picture of the cluster from the database (not cached; see ``snapshot``)."""
-
+    """One consistent picture of the cluster from the database (not cached; the extender reads
+    ``cache.SchedulingCache.view()``)."""
     now = now or timezone.now()
     topology = current_topology() or empty_topology()
     usage: dict[str, NodeUsage] = node_usage(now=now)
@@ -172,8 +171,6 @@ def pod_records() -> list[PodRecord]:
 # Which tables each part of the scheduling cache is loaded from; a part is reloaded only when the
 # fingerprint (count, max id, newest update) of its tables changes.
 def _part_models() -> dict[str, tuple[Any, ...]]:
-    from apps.appgroups.models import Placement
-
     return {
         "nodes": (Node,),
         "pods": (ObservedPod, Placement),

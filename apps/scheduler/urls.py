@@ -2,14 +2,14 @@
 
 from django.urls import path
 
-from . import views
+from . import extender_views
 
 urlpatterns = []
 for _verb, _view in (
-    ("filter", views.filter_view),
-    ("prioritize", views.prioritize_view),
-    ("bind", views.bind_view),
-    ("preempt", views.preempt_view),
+    ("filter", extender_views.filter_view),
+    ("prioritize", extender_views.prioritize_view),
+    ("bind", extender_views.bind_view),
+    ("preempt", extender_views.preempt_view),
 ):
     urlpatterns += [
         path(_verb, _view, name=f"extender-{_verb}"),

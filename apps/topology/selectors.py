@@ -33,7 +33,8 @@ def current_snapshot() -> TopologySnapshot | None:
     return TopologySnapshot.objects.defer("payload").order_by("-version").first()
 
 
-def snapshot(*, version: int) -> TopologySnapshot | None:
+def snapshot_of_version(*, version: int) -> TopologySnapshot | None:
+    """The stored snapshot of one version (the API's history), or None."""
     return TopologySnapshot.objects.defer("payload").filter(version=version).first()
 
 

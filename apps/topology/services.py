@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from apps.probes.choices import PairSeries
 from apps.probes.scenario import Scenario, load_scenario
+from apps.probes.selectors import latest_pair_values
 
 from .choices import NodeSource, SnapshotSource
 from .models import Node, TopologySnapshot, nest_costs
@@ -223,7 +224,6 @@ def rebuild_topology(*, now: datetime | None = None) -> TopologySnapshot | None:
     nodes, same newest sample, same stale pairs), and keeps an imported topology current until a
     newer measurement arrives. Returns None when there are neither nodes nor samples.
     """
-    from apps.probes.selectors import latest_pair_values
 
     now = now or timezone.now()
     quantile = float(_config("LATENCY_QUANTILE", 0.9))

@@ -54,7 +54,7 @@ def seed_boutique():
 def place(workload: str, node: str, *, pod: str | None = None):
     """Record a placement for a pod of ``workload`` (labelled like upstream's manifests) on ``node``."""
     from apps.appgroups import services
-    from apps.scheduler.scoring.fixtures import UPSTREAM_APP_LABELS
+    from tests.support.scoring_fixtures import UPSTREAM_APP_LABELS
 
     return services.record_placement(
         pod_namespace="default", pod_name=pod or f"{workload}-0", pod_uid="", node_name=node,

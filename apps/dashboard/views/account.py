@@ -12,6 +12,8 @@ from apps.accounts import selectors, services
 from apps.accounts.models import ApiToken
 from apps.accounts.roles import roles_of
 
+from .common import error_response
+
 
 class LoginView(auth_views.LoginView):
     template_name = "registration/login.html"
@@ -25,8 +27,6 @@ def permission_denied(request, exception=None):  # type: ignore[no-untyped-def]
     """403 as a page with the reason (which role is needed), or JSON for the data endpoints."""
     reason = str(exception) if exception else "You do not have permission to do this."
     if request.path.startswith(("/dashboard/data/", "/api/")) or "application/json" in request.headers.get("Accept", ""):
-        from .common import error_response
-
         return error_response(reason, status=403)
     return render(request, "403.html", {"reason": reason}, status=403)
 

@@ -19,10 +19,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from apps.accounts.permissions import page_permission
-from apps.appgroups import resources, selectors, services
+from apps import quantity
+from apps.accounts.permissions import missing, page_permission, refusal
+from apps.appgroups import resources, selectors, services, validators
 from apps.appgroups.choices import TopologySortingAlgorithm
 from apps.appgroups.models import AppGroup, Placement
+from apps.scheduler.models import ObservedPod
+from apps.topology.models import Node
 
 from ..appgroup_figures import graph_figure, placement_scores
 from ..forms import AppGroupYAMLForm, document_yaml, resource_path
@@ -43,8 +46,6 @@ def _appgroup(pk: int) -> AppGroup:
 
 @require_GET
 def appgroup_list(request):  # type: ignore[no-untyped-def]
-    from apps.topology.models import Node
-
     groups = list(
         AppGroup.objects.annotate(
             n_workloads=Count("workloads", distinct=True),
@@ -81,7 +82,6 @@ def appgroup_detail(request, pk: int):  # type: ignore[no-untyped-def]
     order = resources.topology_order(spec)
     scores = placement_scores(appgroup=appgroup, spec=spec)
     weights = {w.name: w.weight for w in spec.workloads}
-    from apps import quantity
 
     workload_rows = [
         {"name": name, "weight": weights[name], "position": i + 1,
@@ -203,8 +203,6 @@ def appgroup_save(request):  # type: ignore[no-untyped-def]
 def _save(request, appgroup: AppGroup | None):  # type: ignore[no-untyped-def]
     from django.core.exceptions import PermissionDenied
 
-    from apps.accounts.permissions import missing, refusal
-
     needed = [CHANGE] if appgroup is not None else [ADD]
     lacking = missing(request.user, needed)
     if lacking:
@@ -230,8 +228,6 @@ def _save(request, appgroup: AppGroup | None):  # type: ignore[no-untyped-def]
 @page_permission(ADD, CHANGE, what="Previewing selectors")
 def selector_preview(request):  # type: ignore[no-untyped-def]
     """Pods of the cluster watcher's cache that a selector matches now (namespace given)."""
-    from apps.appgroups import validators
-    from apps.scheduler.models import ObservedPod
 
     try:
         body = orjson.loads(request.body or b"{}")

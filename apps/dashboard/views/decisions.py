@@ -11,6 +11,7 @@ from apps.accounts.permissions import page_permission
 from apps.accounts.roles import DIAGNOSE
 from apps.appgroups.models import AppGroup, Placement
 from apps.scheduler.choices import Verb
+from apps.scheduler.diagnose import DiagnoseError, diagnose_pod, parse_diagnose_query
 from apps.scheduler.models import Decision
 
 from ..overlaps import claims_for_labels
@@ -29,8 +30,6 @@ def _said(values: list[str]) -> list[str]:
 @require_GET
 @page_permission(DIAGNOSE, what="Diagnosing a pod (it may be read from the Kubernetes API)")
 def diagnose_page(request):  # type: ignore[no-untyped-def]
-    from apps.scheduler.diagnose import DiagnoseError, diagnose_pod, parse_diagnose_query
-
     context: dict[str, Any] = {"query": {k: request.GET.get(k, "") for k in ("pod", "labels", "profile")}}
     status = 200
     if any(context["query"].values()):

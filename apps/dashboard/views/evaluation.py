@@ -14,6 +14,8 @@ from django.views.decorators.http import require_http_methods
 
 from apps.accounts.permissions import missing, refusal
 from apps.accounts.roles import RUN_EVALUATION
+from apps.appgroups import services
+from apps.appgroups.models import AppGroup
 from apps.scheduler.evaluation import EvaluationInputError, report_figure, run_evaluation
 from apps.scheduler.evaluation.simulate import PAPER_PROFILES, parse_profile
 from apps.yamlsafe import load_yaml
@@ -56,8 +58,6 @@ class EvaluationForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         scenarios, appgroups = input_files()
-        from apps.appgroups.models import AppGroup
-
         stored = [(f"{DB_PREFIX}{pk}", f"stored: {ns}/{name}")
                   for pk, ns, name in AppGroup.objects.values_list("pk", "namespace", "name")]
         self.fields["scenario"].choices = [(v, label) for label, v in scenarios]
@@ -89,8 +89,6 @@ def _appgroup_file(choice: str, tmpdir: str) -> Path:
     """A file path for the AppGroup choice; a stored AppGroup is exported (our CR) to a temp file."""
     if not choice.startswith(DB_PREFIX):
         return Path(settings.BASE_DIR) / choice
-    from apps.appgroups import services
-    from apps.appgroups.models import AppGroup
 
     appgroup = AppGroup.objects.get(pk=int(choice[len(DB_PREFIX):]))
     path = Path(tmpdir) / f"{appgroup.namespace}-{appgroup.name}.yaml"

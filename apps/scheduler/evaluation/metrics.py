@@ -1,6 +1,6 @@
 """Placement quality of one final placement: the paper's network scores, zones, modelled latency.
 
-Network score (seed 000, section 7.2), made precise: a workload's score is the mean, over its pods,
+Network score (the paper "Network Aware Scheduler for Kubernetes", section 7.2), made precise: a workload's score is the mean, over its pods,
 of Algorithm 2 (the extender's own network Score, 0..100, slips fixed) at the pod's node given the
 *final* placement of every pod; the average network score is the importance-weighted mean of the
 workload scores, the total network score their plain sum. A workload with no dependency and no

@@ -26,7 +26,7 @@ from .metrics import LatencyModel, network_metrics, pods_per_zone, request_laten
 from .optimum import Optimum, optimum_placement
 from .simulate import PAPER_PROFILES, EvalProfile, appgroup_pods, parse_profile, simulate
 
-# The source paper's results on its testbed (seed 000, section 7.2 and Table 5), read off Figure 5a.
+# The source paper's results on its testbed ("Network Aware Scheduler for Kubernetes", section 7.2 and Table 5), read off Figure 5a.
 PAPER_AVERAGE_SCORES: Mapping[str, float] = {"default": 64.5, "network": 88.0, "hybrid-1": 90.0, "hybrid-5": 91.8}
 PAPER_TABLE5: Mapping[str, Mapping[str, str]] = {
     "default": {"ad": "C", "cart": "FAR", "checkout": "C", "currency": "FAR", "email": "B", "frontend": "B",

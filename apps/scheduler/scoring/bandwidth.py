@@ -6,7 +6,7 @@ workload must be reachable from the candidate with measured bandwidth >= the min
 candidate -> dependency, dependent -> candidate). The same node always passes; an unknown
 bandwidth passes too (missing measurements never block scheduling; diagnose reports them).
 
-CheckRiskNodeBandwidth (KEP, seed 001, after Trimaran's LoadVariationRiskBalancing):
+CheckRiskNodeBandwidth (the scheduler-plugins KEP "Network-Aware Scheduling", after Trimaran's LoadVariationRiskBalancing):
 ``mu = clip((used_mean + pod_request) / capacity)``, ``sigma = clip(used_stddev / capacity)``,
 ``sigma = clip(margin * sigma ** (1 / sensitivity))``, ``risk = (mu + sigma) / 2``; the node is
 rejected when risk > threshold. Missing or stale usage -> the node passes and scores neutral.

@@ -45,7 +45,7 @@ NODE_RESOURCES_FIT = "NodeResourcesFit"
 BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 
-# kube-scheduler's default MultiPoint weights (seed 004, "Default Plugin Configuration").
+# kube-scheduler's default MultiPoint weights ("Kubernetes In-Tree Scheduler Plugins: A Complete Reference", "Default Plugin Configuration").
 DEFAULT_WEIGHTS: Mapping[str, int] = {NODE_RESOURCES_FIT: 1, BALANCED_ALLOCATION: 1, POD_TOPOLOGY_SPREAD: 2}
 
 

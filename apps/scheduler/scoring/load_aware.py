@@ -1,4 +1,4 @@
-"""Load-aware scorers and filter: water level (seed 002), TargetLoadPacking and
+"""Load-aware scorers and filter: water level (the water-level design, docs/references.md), TargetLoadPacking and
 LoadVariationRiskBalancing (Trimaran), and an overload filter.
 
 Utilisation values are fractions (0..1) of allocatable from ``NodeUsage``. A node whose usage is

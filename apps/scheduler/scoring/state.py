@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from apps.appgroups.graph import AppGroupSpec
+from apps.probes.usage import NodeUsage
 from apps.topology.topomath import Topology
 
 from .indexes import StateIndexes, build_indexes
@@ -45,25 +46,6 @@ class NodeResources:
     requested_memory_bytes: int = 0
     pod_count: int = 0
     labels: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class NodeUsage:
-    """Measured utilisation (0..1) from Prometheus over the load-aware windows; None = unknown."""
-
-    cpu_15m: float | None = None
-    cpu_1h: float | None = None
-    cpu_1d: float | None = None
-    mem_15m: float | None = None
-    mem_1h: float | None = None
-    mem_1d: float | None = None
-    cpu_stddev_1h: float | None = None
-    mem_stddev_1h: float | None = None
-    # Bandwidth use (bits/s) mean and stddev for CheckRiskNodeBandwidth, and NIC capacity.
-    net_used_bps_mean: float | None = None
-    net_used_bps_stddev: float | None = None
-    net_capacity_bps: float | None = None
-    stale: bool = False
 
 
 @dataclass(frozen=True)

@@ -126,7 +126,7 @@ class SnapshotDetailView(APIView):
     @extend_schema(summary="One stored NetworkTopology version",
                    responses={200: NetworkTopologySerializer, 404: ErrorSerializer})
     def get(self, request: Request, version: int) -> Response:
-        snapshot = selectors.snapshot(version=version)
+        snapshot = selectors.snapshot_of_version(version=version)
         if snapshot is None:
             return Response({"detail": f"No topology snapshot with version {version} (older versions are "
                                        f"pruned)."}, status=status.HTTP_404_NOT_FOUND)

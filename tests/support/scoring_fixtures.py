@@ -1,4 +1,4 @@
-"""The paper's Online Boutique AppGroup (seed 000, Table 4) as an ``AppGroupSpec``.
+"""The paper's Online Boutique AppGroup (the paper "Network Aware Scheduler for Kubernetes", Table 4) as an ``AppGroupSpec``.
 
 Shared by the scoring tests, bench/bench_scoring.py and anyone needing the paper's workload without
 a database. Resource hints are Online Boutique's manifest requests. Workload names are the paper's

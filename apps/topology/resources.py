@@ -1,0 +1,365 @@
+"""The NetworkTopology documents netaware publishes, built from a topology (pure: no Django; the
+apply, unchanged check and deletes are in ``apps.topology.publish``).
+
+Size strategy (docs/sync.md): etcd refuses objects above 1.5 MiB, and the API server also stores
+``managedFields``, which lists every map key written and roughly doubles a map-heavy object. So:
+
+* When the node-level document (the paper's shape: ``latency``/``bandwidth``/``lossrate`` maps
+  src -> dst) is at most ``PART_BUDGET_BYTES`` (512 KiB of JSON), it is published as one object
+  ``<name>`` with ``granularity: Node``.
+* Otherwise ``<name>`` carries the aggregate (``granularity: Zone``: zone-pair medians, every node
+  with its zone/region, the node-level extrema and the zone/region costs) and the node-level maps are
+  split by source node into parts ``<name>-<k>`` (``spec.part: {index: k, total: K}``,
+  ``granularity: Node``), each at most ``PART_BUDGET_BYTES``. Values are rounded (latency to 1 us,
+  bandwidth to 0.01 Mbit/s, loss to 0.001 %); unknown pairs are omitted.
+
+Writes are server-side apply (field manager ``netaware``, force). Parts are applied first and the
+aggregate last: its ``netaware.io/content-hash`` annotation covers every part, so an unchanged
+snapshot costs one GET. Parts beyond the new total are deleted. The scheduler-plugins
+(diktyo) NetworkTopology with our measured zone/region costs is published beside it.
+
+``build_documents`` and ``diktyo_networktopology_from_costs`` are pure: tests and benchmarks call them
+with synthetic topologies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import orjson
+
+from apps import quantity
+
+from .topomath import Topology
+
+log = logging.getLogger(__name__)
+
+GROUP = "netaware.io"
+VERSION = "v1alpha1"
+PLURAL = "networktopologies"
+KIND = "NetworkTopology"
+DIKTYO_GROUP = "networktopology.diktyo.x-k8s.io"
+FIELD_MANAGER = "netaware"
+TOPOLOGY_LABEL = "netaware.io/topology"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+HASH_ANNOTATION = "netaware.io/content-hash"
+PARTS_ANNOTATION = "netaware.io/parts"
+VERSION_ANNOTATION = "netaware.io/topology-version"
+PART_BUDGET_BYTES = 512 * 1024
+OBJECT_LIMIT_BYTES = 1536 * 1024  # etcd's default request limit (1.5 MiB)
+DIKTYO_API_VERSION = f"{DIKTYO_GROUP}/v1alpha1"
+REGION_KEY = "topology.kubernetes.io/region"
+ZONE_KEY = "topology.kubernetes.io/zone"
+DECIMALS = {"latency": 3, "bandwidth": 2, "lossrate": 3}
+
+
+def document_bytes(doc: Any) -> int:
+    """Bytes of ``doc`` as the kubernetes client sends it (json.dumps with ", " and ": ")."""
+    return len(json.dumps(doc).encode())
+
+
+def _row_size(row: dict[str, float] | None) -> int:
+    # orjson is compact; json.dumps adds a space after every ":" and ",": 2 bytes per entry.
+    return 0 if row is None else len(orjson.dumps(row)) + 2 * len(row)
+
+
+def content_hash(doc: Any) -> str:
+    return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _clean(value: float, decimals: int = 4) -> float | None:
+    return round(float(value), decimals) if math.isfinite(value) else None
+
+
+def _rows(topology: Topology) -> dict[str, list[dict[str, float] | None]]:
+    """Per metric, per source index: {destination: value} (None when the row is empty)."""
+    names = np.asarray(topology.nodes, dtype=object)
+    n = topology.size
+    offdiag = ~np.eye(n, dtype=bool)
+    out: dict[str, list[dict[str, float] | None]] = {}
+    arrays = {
+        "latency": topology.latency_ms,
+        "bandwidth": topology.bandwidth_mbps,
+        "lossrate": topology.loss_pct,
+    }
+    for metric, matrix in arrays.items():
+        valid = ~np.isnan(matrix) & offdiag & (matrix >= 0)
+        if metric == "lossrate":
+            valid &= matrix <= 100
+        rounded = np.round(matrix, DECIMALS[metric])
+        rows: list[dict[str, float] | None] = []
+        for i in range(n):
+            cols = np.flatnonzero(valid[i])
+            rows.append(
+                dict(zip(names[cols].tolist(), rounded[i, cols].tolist(), strict=True)) if cols.size else None
+            )
+        out[metric] = rows
+    return out
+
+
+def _nested_costs(costs: Any) -> dict[str, dict[str, float]]:
+    nested: dict[str, dict[str, float]] = {}
+    for (origin, destination), value in dict(costs).items():
+        cleaned = _clean(float(value))
+        if cleaned is not None and cleaned >= 0:
+            nested.setdefault(str(origin), {})[str(destination)] = cleaned
+    return nested
+
+
+def _extrema(topology: Topology) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, attr in (
+        ("minLatency", "min_latency"),
+        ("maxLatency", "max_latency"),
+        ("minBandwidth", "min_bandwidth"),
+        ("maxBandwidth", "max_bandwidth"),
+        ("minLossrate", "min_lossrate"),
+        ("maxLossrate", "max_lossrate"),
+    ):
+        value = _clean(float(getattr(topology, attr)))
+        if value is not None and value >= 0:
+            out[key] = value
+    return out
+
+
+def _node_entries(topology: Topology, indexes: range | list[int]) -> list[dict[str, str]]:
+    entries = []
+    for i in indexes:
+        entry = {"name": topology.nodes[i]}
+        if topology.zones[i]:
+            entry["zone"] = topology.zones[i]
+        if topology.regions[i]:
+            entry["region"] = topology.regions[i]
+        entries.append(entry)
+    return entries
+
+
+def _zone_aggregates(topology: Topology) -> dict[str, dict[str, dict[str, float]]]:
+    """Median of every metric over the known node pairs of each (zone, zone) pair."""
+    zones = np.asarray([z or "" for z in topology.zones], dtype=object)
+    names = sorted({z for z in zones.tolist() if z})
+    members = {z: np.flatnonzero(zones == z) for z in names}
+    offdiag = ~np.eye(topology.size, dtype=bool)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    arrays = {
+        "latency": topology.latency_ms,
+        "bandwidth": topology.bandwidth_mbps,
+        "lossrate": topology.loss_pct,
+    }
+    for metric, matrix in arrays.items():
+        per_metric: dict[str, dict[str, float]] = {}
+        for a in names:
+            for b in names:
+                block = matrix[np.ix_(members[a], members[b])]
+                mask = offdiag[np.ix_(members[a], members[b])] & ~np.isnan(block) & (block >= 0)
+                if mask.any():
+                    value = float(np.median(block[mask]))
+                    if metric == "lossrate":
+                        value = min(value, 100.0)
+                    per_metric.setdefault(a, {})[b] = round(value, DECIMALS[metric])
+        out[metric] = per_metric
+    return out
+
+
+def _status(topology: Topology, generated_at: str) -> dict[str, Any]:
+    known = ~np.isnan(topology.latency_ms) & ~np.eye(topology.size, dtype=bool)
+    inferred = topology.inferred & known
+    return {
+        "nodeCount": topology.size,
+        "measuredPairs": int((known & ~inferred).sum()),
+        "inferredPairs": int(inferred.sum()),
+        "stalePairs": int(topology.stale.sum()),
+        "weightCalculationTime": generated_at,
+    }
+
+
+def _metadata(name: str, namespace: str, topology: Topology, *, topology_name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": namespace,
+        "labels": {TOPOLOGY_LABEL: topology_name, MANAGED_BY_LABEL: "netaware"},
+        "annotations": {VERSION_ANNOTATION: str(topology.version)},
+    }
+
+
+def _document(
+    name: str, namespace: str, topology: Topology, *, topology_name: str, spec: dict[str, Any], status: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": KIND,
+        "metadata": _metadata(name, namespace, topology, topology_name=topology_name),
+        "spec": spec,
+        "status": status,
+    }
+
+
+def build_documents(
+    topology: Topology,
+    *,
+    name: str = "netaware",
+    namespace: str = "netaware-system",
+    generated_at: str | None = None,
+    budget_bytes: int = PART_BUDGET_BYTES,
+) -> list[dict[str, Any]]:
+    """The NetworkTopology objects for ``topology``: [main] or [parts..., aggregate main] (main last).
+
+    Every object carries ``netaware.io/content-hash``; the main object's hash also covers the parts.
+    """
+    generated_at = generated_at or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    rows = _rows(topology)
+    extrema = _extrema(topology)
+    costs: dict[str, Any] = {}
+    zone_costs, region_costs = _nested_costs(topology.zone_costs), _nested_costs(topology.region_costs)
+    if zone_costs:
+        costs["zoneCosts"] = zone_costs
+    if region_costs:
+        costs["regionCosts"] = region_costs
+    status = _status(topology, generated_at)
+
+    def maps(indexes: range | list[int]) -> dict[str, dict[str, dict[str, float]]]:
+        return {
+            metric: {topology.nodes[i]: row for i in indexes if (row := rows[metric][i]) is not None}
+            for metric in ("latency", "bandwidth", "lossrate")
+        }
+
+    row_sizes = [
+        sum(_row_size(rows[m][i]) + len(topology.nodes[i]) + 8 for m in rows if rows[m][i] is not None) + 80
+        for i in range(topology.size)
+    ]
+    if sum(row_sizes) <= budget_bytes:
+        full_spec: dict[str, Any] = {"granularity": "Node", "nodes": _node_entries(topology, range(topology.size))}
+        full_spec.update(maps(range(topology.size)))
+        full_spec.update(extrema)
+        full_spec.update(costs)
+        single = _document(name, namespace, topology, topology_name=name, spec=full_spec, status=status)
+        if document_bytes(single) <= budget_bytes:
+            _stamp(single, [])
+            return [single]
+
+    # Split by source node: greedy packing on the measured size of each source's rows.
+    overhead = 2048 + document_bytes(extrema)
+    groups: list[list[int]] = [[]]
+    used = overhead
+    for i, size in enumerate(row_sizes):
+        if groups[-1] and used + size > budget_bytes:
+            groups.append([])
+            used = overhead
+        groups[-1].append(i)
+        used += size
+    total = len(groups)
+    parts: list[dict[str, Any]] = []
+    for index, members in enumerate(groups):
+        spec: dict[str, Any] = {
+            "granularity": "Node",
+            "part": {"index": index, "total": total},
+            "nodes": _node_entries(topology, members),
+        }
+        spec.update(maps(members))
+        spec.update(extrema)
+        part_status = dict(status)
+        part_status["nodeCount"] = len(members)
+        doc = _document(f"{name}-{index}", namespace, topology, topology_name=name, spec=spec, status=part_status)
+        _stamp(doc, [])
+        parts.append(doc)
+    main_spec: dict[str, Any] = {
+        "granularity": "Zone",
+        "nodes": _node_entries(topology, range(topology.size)),
+    }
+    main_spec.update(_zone_aggregates(topology))
+    main_spec.update(extrema)
+    main_spec.update(costs)
+    main = _document(name, namespace, topology, topology_name=name, spec=main_spec, status=status)
+    _stamp(main, parts)
+    return [*parts, main]
+
+
+def _stamp(doc: dict[str, Any], parts: list[dict[str, Any]]) -> None:
+    content = {"spec": doc["spec"], "labels": doc["metadata"]["labels"]}
+    part_hashes = [p["metadata"]["annotations"][HASH_ANNOTATION] for p in parts]
+    doc["metadata"]["annotations"][HASH_ANNOTATION] = content_hash([content, part_hashes])
+    doc["metadata"]["annotations"][PARTS_ANNOTATION] = str(len(parts))
+
+
+def _cost_int(value: float) -> int | None:
+    if not math.isfinite(value):
+        return None
+    return max(0, math.floor(value + 0.5))
+
+
+def _origin_list(
+    costs: Mapping[tuple[str, str], float], bandwidth_bps: Mapping[tuple[str, str], float] | None
+) -> list[dict[str, Any]]:
+    by_origin: dict[str, list[dict[str, Any]]] = {}
+    for (origin, destination), value in costs.items():
+        if origin == destination:
+            continue
+        cost = _cost_int(float(value))
+        if cost is None:
+            continue
+        entry: dict[str, Any] = {"destination": destination, "networkCost": cost}
+        if bandwidth_bps and (origin, destination) in bandwidth_bps:
+            capacity = bandwidth_bps[(origin, destination)]
+            if math.isfinite(capacity) and capacity >= 0:
+                entry["bandwidthCapacity"] = quantity.format_bytes(int(capacity))
+        by_origin.setdefault(origin, []).append(entry)
+    # NetworkOverhead binary-searches origins and destinations: both lists must be sorted.
+    return [
+        {"origin": origin, "costList": sorted(entries, key=lambda e: e["destination"])}
+        for origin, entries in sorted(by_origin.items())
+    ]
+
+
+def diktyo_networktopology_from_costs(
+    *,
+    name: str,
+    zone_costs: Mapping[tuple[str, str], float],
+    region_costs: Mapping[tuple[str, str], float],
+    namespace: str = "default",
+    weights_name: str = "NetperfCosts",
+    configmap_name: str = "netperf-metrics",
+    node_count: int | None = None,
+    zone_bandwidth_bps: Mapping[tuple[str, str], float] | None = None,
+    region_bandwidth_bps: Mapping[tuple[str, str], float] | None = None,
+    calculation_time: str | None = None,
+) -> dict[str, Any]:
+    """Our measured zone/region costs as a scheduler-plugins NetworkTopology resource.
+
+    Costs are rounded to the integers NetworkOverhead expects (networkCost is int64 >= 0); pairs
+    with the same origin and destination and non-finite costs are left out (the plugin uses its
+    own same-zone cost). ``weights_name`` must match the plugin's ``weightsName`` argument; with
+    "NetperfCosts" the plugin does not sort the lists itself, so we emit them sorted by
+    topologyKey, origin and destination.
+    """
+    topology_list: list[dict[str, Any]] = []
+    region_origins = _origin_list(region_costs, region_bandwidth_bps)
+    if region_origins:
+        topology_list.append({"topologyKey": REGION_KEY, "originList": region_origins})
+    zone_origins = _origin_list(zone_costs, zone_bandwidth_bps)
+    if zone_origins:
+        topology_list.append({"topologyKey": ZONE_KEY, "originList": zone_origins})
+    topology_list.sort(key=lambda item: item["topologyKey"])
+    doc: dict[str, Any] = {
+        "apiVersion": DIKTYO_API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "configmapName": configmap_name,
+            "weights": [{"name": weights_name, "topologyList": topology_list}],
+        },
+    }
+    status: dict[str, Any] = {}
+    if node_count is not None:
+        status["nodeCount"] = node_count
+    if calculation_time:
+        status["weightCalculationTime"] = calculation_time
+    if status:
+        doc["status"] = status
+    return doc
