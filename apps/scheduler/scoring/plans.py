@@ -680,7 +680,7 @@ class PlanBook:
     still needs; other AppGroups' valid plans reserve their remaining pods' room."""
 
     def __init__(self, *, budget_s: float = DEFAULT_BUDGET_S) -> None:
-        self.budget_s = budget_s
+        self.budget_s = min(max(budget_s, 1e-3), 10.0)
         self._plans: dict[tuple[str, str, str], _Entry] = {}
         self._lock = threading.Lock()
         self.computed = 0
@@ -699,6 +699,10 @@ class PlanBook:
                             reserved=reserved, reason=reason or "")
         with self._lock:
             self._plans[key] = _Entry(plan, group, id(state.topology), placed)
+            if len(self._plans) > 2 * len(state.appgroups) + 16:  # AppGroups deleted since: forget their plans
+                alive = {(g.namespace, g.name) for g in state.appgroups}
+                for stale in [k for k in self._plans if k[:2] not in alive]:
+                    del self._plans[stale]
             self.computed += 1
         return plan
 
