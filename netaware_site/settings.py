@@ -312,6 +312,8 @@ NETAWARE = {
     "EXTENDER_INLINE": env_bool("NETAWARE_EXTENDER_INLINE", False),
     "DECISION_BUFFER_MAX": env_int("NETAWARE_DECISION_BUFFER_MAX", 5000),
     "HOTSPOT_WINDOW_SECONDS": env_int("NETAWARE_HOTSPOT_WINDOW_SECONDS", 300),
+    # Longest a placement plan may take to compute on a request (docs/scheduler.md, "Placement plans").
+    "PLAN_BUDGET_MS": env_float("NETAWARE_PLAN_BUDGET_MS", 50.0),
 }
 # Largest extender request body read (a 5,000-node NodeList is ~9 MB); larger ones get an Error.
 MAX_EXTENDER_BODY = env_int("NETAWARE_MAX_EXTENDER_BODY", 32 * 1024 * 1024)

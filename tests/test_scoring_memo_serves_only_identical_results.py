@@ -163,7 +163,7 @@ def test_a_new_cluster_state_is_never_served_from_the_memo(base):
     group = paper_appgroup()
     pod = PodInfo("default", "cart-0", uid="c0", labels=pod_labels("cart"))
     candidates = list(base.topology.nodes[:30])
-    profile = engine.BUILTIN_PROFILES["network"]
+    profile = engine.BUILTIN_PROFILES["network-noplan"]  # every candidate scored: no plan narrowing
     key = (group.namespace, group.name, "redis-cart")
     near = replace(base, placements={key: ("n3",)})  # zone z0 (n0..n9)
     first = _pair(near, pod, candidates, profile)

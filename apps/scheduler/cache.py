@@ -31,6 +31,7 @@ from apps.appgroups.graph import AppGroupSpec
 from apps.topology.topomath import Topology
 
 from .scoring.common import resolve_in
+from .scoring.plans import DEFAULT_BUDGET_S, PlanBook
 from .scoring.state import ClusterState, NodeResources, NodeUsage, evolve
 
 PodKey = tuple[str, str]  # (namespace, name)
@@ -122,8 +123,11 @@ class SchedulingCache:
     ASSUME_TTL = 30.0  # seconds; far above any bind deadline
 
     def __init__(self, *, scheduler_names: Collection[str], hotspot_window: float = 300.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, plan_budget: float = DEFAULT_BUDGET_S) -> None:
         self.scheduler_names = frozenset(scheduler_names)
+        # Placement plans per AppGroup, shared by every state this cache hands out: kept while valid
+        # (plans.PlanBook checks AppGroup, topology, placements and capacity on each use).
+        self.plans = PlanBook(budget_s=plan_budget)
         self.hotspot_window = hotspot_window
         self.clock = clock
         self._lock = threading.Lock()
@@ -443,7 +447,7 @@ class SchedulingCache:
         self._changed_nodes.clear()
         self._nodes_rebuilt = self._placements_dirty = self._bindings_dirty = self._other_dirty = False
         if old is None:
-            return ClusterState(**changes)
+            return ClusterState(**changes, plan_book=self.plans)
         return evolve(old, changed_nodes=changed, **changes)
 
 

@@ -405,7 +405,8 @@ class ExtenderRuntime:
         self.source = chosen
         self.inline = bool(conf("EXTENDER_INLINE", False)) if inline is None else inline
         self.cache = SchedulingCache(scheduler_names=conf("SCHEDULER_NAMES", ("netaware-scheduler",)),
-                                     hotspot_window=float(conf("HOTSPOT_WINDOW_SECONDS", 300)))
+                                     hotspot_window=float(conf("HOTSPOT_WINDOW_SECONDS", 300)),
+                                     plan_budget=float(conf("PLAN_BUDGET_MS", 50)) / 1000.0)
         self.decisions = DecisionLog(
             redis_client=selectors.redis_client, queue_max=int(conf("DECISION_QUEUE_MAX", 20000)),
             buffer_max=int(conf("DECISION_BUFFER_MAX", 5000)), retention=int(conf("DECISION_RETENTION", 10000)),

@@ -69,6 +69,7 @@ class ProfileResult:
     worst_workload_score: float
     worst_counts: Mapping[str, int]  # how often each workload was the worst of its seed
     fraction_of_optimum: float
+    worst_fraction_of_optimum: float  # the worst arrival order's average score / the optimum
     seeds_with_pods_in: Mapping[str, int]  # zone -> number of seeds with at least one pod there
     unscheduled_pods: int  # over all seeds
     per_seed_average: tuple[float, ...]
@@ -235,6 +236,8 @@ def evaluate(
             worst_workload_score=workload_stats[worst_name].mean if worst_name else float("nan"),
             worst_counts=dict(worst.most_common()),
             fraction_of_optimum=avg.mean / reference if reference and reference == reference else float("nan"),
+            worst_fraction_of_optimum=(avg.minimum / reference if reference and reference == reference
+                                       else float("nan")),
             seeds_with_pods_in={z: seeds_in.get(z, 0) for z in zones}, unscheduled_pods=unscheduled,
             per_seed_average=tuple(averages), seconds=time.perf_counter() - t0,
         ))
@@ -273,7 +276,7 @@ def _pm(stat: Stat, digits: int = 1) -> str:
 
 def format_table(report: EvaluationReport) -> str:
     zones = report.zones
-    header = ["profile", "avg score", "total score", "% of optimum", "latency ms",
+    header = ["profile", "avg score", "total score", "% of optimum", "worst order %", "latency ms",
               *[f"pods {z}" for z in zones], "worst workload", "paper avg", "paper Table 5 re-scored"]
     rows = []
     for r in report.profiles:
@@ -281,6 +284,8 @@ def format_table(report: EvaluationReport) -> str:
         rows.append([
             r.profile, _pm(r.average_score), _pm(r.total_score, 0),
             f"{100 * r.fraction_of_optimum:.1f}" if r.fraction_of_optimum == r.fraction_of_optimum else "n/a",
+            f"{100 * r.worst_fraction_of_optimum:.1f}" if r.worst_fraction_of_optimum == r.worst_fraction_of_optimum
+            else "n/a",
             _pm(r.latency_ms), *[_pm(r.pods_per_zone[z]) for z in zones],
             f"{r.worst_workload} ({r.worst_workload_score:.1f})" if r.worst_workload else "-",
             f"{paper:.1f}" if paper is not None else "-",

@@ -24,6 +24,7 @@ from apps.scheduler.scoring.default_plugins import (
     default_plugin_scores,
     filter_resource_fit,
 )
+from apps.scheduler.scoring.plans import PlanBook
 from apps.scheduler.scoring.state import ClusterState, PodInfo, evolve
 
 from .adapter import EvaluationInputError, engine_profile, engine_profile_names, extender_answer
@@ -50,7 +51,7 @@ class EvalProfile:
         return " + ".join(parts) + " + resource-fit filter"
 
 
-_HYBRID_RE = re.compile(r"^hybrid-(\d+)$")
+_HYBRID_RE = re.compile(r"^hybrid-(\d+)(?P<noplan>-noplan)?$")
 _COMBINED_RE = re.compile(r"^(?P<profile>[a-z0-9][-a-z0-9_]*?)\+default(?:-(?P<weight>\d+))?$")
 
 PAPER_PROFILES = ("default", "network", "hybrid-1", "hybrid-5", "load-aware")
@@ -58,7 +59,7 @@ PAPER_PROFILES = ("default", "network", "hybrid-1", "hybrid-5", "load-aware")
 
 def parse_profile(name: str) -> EvalProfile:
     """``default``; ``network`` (alias ``network-only``); ``hybrid-<w>`` (default plugins + the
-    network extender at weight w); ``<engine profile>`` (that extender profile alone, weight 1);
+    network extender at weight w; ``hybrid-<w>-noplan`` without placement plans); ``<engine profile>`` (that extender profile alone, weight 1);
     ``<engine profile>+default[-<w>]`` (beside the default plugins)."""
     text = name.strip()
     if text in ("default", "default-like"):
@@ -71,8 +72,9 @@ def parse_profile(name: str) -> EvalProfile:
         weight = int(match.group(1))
         if weight < 1:
             raise EvaluationInputError(f"profile {name!r}: the extender weight must be >= 1")
-        engine_profile("network")
-        return EvalProfile(text, True, "network", weight)
+        extender = "network-noplan" if match.group("noplan") else "network"
+        engine_profile(extender)
+        return EvalProfile(text, True, extender, weight)
     match = _COMBINED_RE.match(text)
     if match:
         engine_profile(match.group("profile"))
@@ -189,7 +191,7 @@ def simulate(initial: ClusterState, pods: Sequence[SimPod], profile: EvalProfile
     rng = np.random.default_rng([seed, zlib.crc32(profile.name.encode())])
     engine_profiles = {profile.extender_profile: engine_profile(profile.extender_profile)} \
         if profile.extender_profile else {}
-    state = initial
+    state = evolve(initial, plan_book=PlanBook())  # one scheduler's plans, kept across its pods
     unscheduled: list[str] = []
     for index in order:
         sim = pods[int(index)]

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from . import bandwidth, cold_start, load_aware, network_overhead, network_score
+from . import bandwidth, cold_start, load_aware, network_overhead, network_score, plans
 from .common import (
     MAX_EXTENDER_PRIORITY,
     MAX_NODE_SCORE,
@@ -334,6 +334,60 @@ def _score_bw_risk(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
                                            risk=_bw_risk(ctx, p["margin"], p["sensitivity"]))
 
 
+def _parse_plan(params: Mapping[str, Any]) -> dict[str, Any]:
+    objective = params.get("objective", "network-score")
+    if objective not in plans.OBJECTIVES:
+        raise ValueError(f"objective: must be one of {', '.join(plans.OBJECTIVES)}, got {str(objective)[:40]!r}")
+    return {"objective": objective}
+
+
+def _plan(ctx: _Context, objective: str) -> plans.PlacementPlan:
+    """The AppGroup's plan: from the state's plan book (kept while valid), else computed once per
+    state (``state.memo``)."""
+    assert ctx.ref is not None
+    group = ctx.ref.group
+    book = ctx.state.plan_book
+    if book is not None:
+        plan: plans.PlacementPlan = ctx.remember(("plan", objective), lambda: book.plan_for(
+            ctx.state, group, objective=objective))
+        return plan
+    key = ("plan", group.namespace, group.name, objective)
+    cached = ctx.state.memo.get(key)
+    if cached is None or cached[0] != group:
+        cached = (group, plans.compute_plan(state=ctx.state, group=group, objective=objective))
+        ctx.state.memo.put(key, cached, size=1)
+    result: plans.PlacementPlan = cached[1]
+    return result
+
+
+def _plan_masks(ctx: _Context, objective: str) -> tuple[np.ndarray, np.ndarray, plans.PlacementPlan, tuple[str, ...]]:
+    """Candidates on a node, and in a zone, where the plan still wants a pod of this workload."""
+    assert ctx.ref is not None
+    plan = _plan(ctx, objective)
+    workload = ctx.ref.workload.name
+    zones_left = dict(plan.zones_for(workload))
+    nodes_left = dict(plan.nodes_for(workload))
+    for node in placed_nodes(ctx.state, ctx.ref.group, workload):
+        zone = node_zone_region(ctx.state, node)[0]
+        if zone in zones_left:
+            zones_left[zone] -= 1
+        if node in nodes_left:
+            nodes_left[node] -= 1
+    zones = tuple(sorted(z for z, n in zones_left.items() if n > 0))
+    nodes = ctx.state.nodes
+    in_zone = np.fromiter((nodes[n].zone in zones if n in nodes else False for n in ctx.candidates),
+                          dtype=bool, count=len(ctx.candidates))
+    on_node = np.fromiter((nodes_left.get(n, 0) > 0 for n in ctx.candidates), dtype=bool, count=len(ctx.candidates))
+    return on_node & in_zone, in_zone, plan, zones
+
+
+def _score_plan(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
+    """100 on a planned node, 75 elsewhere in a planned zone, 0 outside."""
+    on_node, in_zone, plan, zones = _plan_masks(ctx, p["objective"])
+    ctx.notes.append(f"{plan.summary()}; this pod's zone(s): {', '.join(zones) or 'none left'}")
+    return np.where(on_node, MAX_NODE_SCORE, np.where(in_zone, 0.75 * MAX_NODE_SCORE, 0.0))
+
+
 # ---------------------------------------------------------------- filters (failed, unresolvable)
 
 FilterResult = tuple[dict[str, str], dict[str, str]]
@@ -359,6 +413,32 @@ def _filter_bw_risk(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
 
 def _filter_overload(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
     return load_aware.overload_failures(ctx.state, ctx.candidates, **p, rows=ctx.rows), {}
+
+
+def _filter_plan(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
+    """Narrow to the plan's node(s) for the pod, else to the nodes of its zone(s) that leave room for
+    the rest of the plan. Never depends on the plan alone: ``run_filters`` ignores a steering filter
+    that would leave no node (the plan is stale or infeasible now)."""
+    assert ctx.ref is not None
+    on_node, in_zone, plan, zones = _plan_masks(ctx, p["objective"])
+    names = ctx.candidates
+    if not in_zone.any():
+        ctx.notes.append(f"plan {plan.plan_id}: no candidate in its zone(s) ({', '.join(zones) or 'none left'})")
+        return {}, {}
+    outside = f"outside placement plan {plan.plan_id} (zone {', '.join(zones)})"
+    failures = {names[i]: outside for i in np.flatnonzero(~in_zone).tolist()}
+    if on_node.any():
+        other = f"placement plan {plan.plan_id} puts this pod on another node of its zone"
+        failures.update({names[i]: other for i in np.flatnonzero(in_zone & ~on_node).tolist()})
+        return {}, failures
+    inside = [names[i] for i in np.flatnonzero(in_zone).tolist()]
+    keeps = plans.nodes_keeping_plan(ctx.state, plan, ctx.ref.group, ctx.ref.workload.name, inside)
+    if keeps is not None:
+        held = f"kept for the rest of placement plan {plan.plan_id} (its pods would no longer fit zone {{}})"
+        for name, ok in zip(inside, keeps.tolist(), strict=True):
+            if not ok:
+                failures[name] = held.format(ctx.state.nodes[name].zone)
+    return {}, failures
 
 
 @dataclass(frozen=True)
@@ -387,6 +467,7 @@ SCORERS: dict[str, ScorerDef] = {
     "target-load-packing": ScorerDef(_parse_tlp, _score_tlp, "Trimaran TargetLoadPacking (CPU)"),
     "load-variation-risk": ScorerDef(_parse_lvrb, _score_lvrb, "Trimaran LoadVariationRiskBalancing"),
     "bandwidth-risk": ScorerDef(_parse_bw_risk, _score_bw_risk, "(1 - CheckRiskNodeBandwidth risk) x 100"),
+    "plan": ScorerDef(_parse_plan, _score_plan, "100 in a zone where the AppGroup's placement plan wants this pod"),
 }
 
 FILTERS: dict[str, FilterDef] = {
@@ -396,18 +477,26 @@ FILTERS: dict[str, FilterDef] = {
                                "Reject when bandwidth toward a placed dependency is below its minimum"),
     "bandwidth-risk": FilterDef(_parse_bw_risk_filter, _filter_bw_risk, "CheckRiskNodeBandwidth"),
     "overload": FilterDef(_parse_overload, _filter_overload, "Reject nodes above a utilisation limit"),
+    "plan": FilterDef(_parse_plan, _filter_plan,
+                      "Keep the placement plan's zone(s) for the pod; every candidate when none is there"),
 }
 
 # Network-derived filter failures cannot be fixed by preempting pods on the node.
-UNRESOLVABLE_FILTERS = frozenset({"network-overhead", "min-bandwidth"})
+UNRESOLVABLE_FILTERS = frozenset({"network-overhead", "min-bandwidth", "plan"})
+# Filters that narrow the candidates but never leave a pod without a node on their own.
+STEERING_FILTERS = frozenset({"plan"})
 
 BUILTIN_PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
-        Profile("network", (("network-score", 1.0, {}),), ("min-bandwidth",)),
+        Profile("network", (("network-score", 1.0, {}),), ("min-bandwidth", "plan")),
+        Profile("network-noplan", (("network-score", 1.0, {}),), ("min-bandwidth",)),
         Profile("network-overhead", (("network-overhead", 1.0, {}),), ("network-overhead",)),
         Profile("load-aware", (("water-level", 1.0, {}), ("load-variation-risk", 1.0, {})), ("overload",)),
-        Profile("hybrid", (("network-score", 3.0, {}), ("water-level", 1.0, {})), ("min-bandwidth", "overload")),
+        Profile("hybrid", (("network-score", 3.0, {}), ("water-level", 1.0, {})),
+                ("min-bandwidth", "overload", "plan")),
+        Profile("hybrid-noplan", (("network-score", 3.0, {}), ("water-level", 1.0, {})),
+                ("min-bandwidth", "overload")),
         Profile(
             "balanced",
             (("network-score", 2.0, {}), ("network-overhead", 1.0, {}), ("water-level", 1.0, {}),
@@ -613,12 +702,23 @@ def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
     unresolvable: dict[str, str] = {}
     if ctx.ref is not None:
         known = ctx.known
+        steering: dict[str, str] = {}
         for name in profile.filters:
             soft, hard = FILTERS[name].run(ctx, parsed[name])
-            target = unresolvable if name in UNRESOLVABLE_FILTERS else failed
+            target = steering if name in STEERING_FILTERS else (
+                unresolvable if name in UNRESOLVABLE_FILTERS else failed)
             for node, reason in {**soft, **hard}.items():
                 if node not in failed and node not in unresolvable:
                     target[node] = reason
+        if steering:
+            # A steering filter only narrows: if it would leave no node, it is ignored.
+            if any(n not in steering and n not in failed and n not in unresolvable for n in ctx.candidates):
+                for node, reason in steering.items():
+                    if node not in failed and node not in unresolvable:
+                        unresolvable[node] = reason
+            else:
+                ctx.notes.append("placement plan: no node in its zone passes the other filters; "
+                                 "falling back to every candidate")
         # Never reject a node we know nothing about.
         if failed or unresolvable:
             for i, node in enumerate(ctx.candidates):

@@ -58,6 +58,8 @@ class ClusterState:
     usage: Mapping[str, NodeUsage] = field(default_factory=dict)
     # node -> number of bindings in the recent hot-spot window (the water-level design's hot-spot penalty)
     recent_bindings: Mapping[str, int] = field(default_factory=dict)
+    # plans.PlanBook shared by the states one scheduler steps through (None: plans per state only)
+    plan_book: Any = field(default=None, compare=False, repr=False)
 
     @cached_property
     def indexes(self) -> StateIndexes:

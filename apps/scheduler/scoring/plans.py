@@ -1,0 +1,805 @@
+"""Placement plans: place an AppGroup as a whole, so quality no longer depends on the arrival order.
+
+Per-pod scoring decides one pod at a time; the first pods can take the best zone's room that the
+heavy pods arriving last needed. A plan decides, for every pod of the AppGroup not yet bound, the
+*zone* its workload's replicas should go to, over the zones' free capacity, the topology and the
+pods already placed. Steering (the ``plan`` scorer and filter in ``engine.py``) then leads each pod
+to its planned zone, and the network scorer picks the node inside it.
+
+Model (zone granularity, so it stays small on 5,000 nodes): ``t[w, z]`` pods of workload w in zone
+z (placed ones fixed, new ones ``x[w, z]`` integer); every dependency edge u -> d contributes
+``coef_e * sum_{z1,z2} S_e[z1, z2] * t[u, z1] * t[d, z2]`` where ``S_e`` is the mean ComputeScore
+between the zones' nodes (the paper's network score, with Algorithm 2's normalizations in
+``coef_e``) or ``1 - cost / max cost`` (the KEP's network cost). The MILP (scipy's HiGHS)
+linearizes the product with transportation variables (as ``evaluation/optimum.py``); a pod that
+cannot be placed costs far more than any score, so an infeasible AppGroup gets a plan for what
+fits. Pairs of zones that break a dependency's max network cost or min bandwidth are forbidden by
+zone-use indicators. When the MILP would not finish within the budget, a greedy placement
+improved by moves and swaps (local search) is used instead; nothing here runs past the budget
+(HiGHS gets the remaining time; the local search checks the clock).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import coo_matrix
+
+from apps.appgroups.graph import AppGroupSpec, Sensitivity
+
+from .network_overhead import MAX_COST
+from .network_score import DEFAULT_SAME_NODE_SCORE, pair_scores
+from .state import ClusterState, NodeResources
+
+DEFAULT_BUDGET_S = 0.050
+OBJECTIVES = ("network-score", "network-cost")
+MAX_PODS_PER_NODE = 110
+# Nodes per zone sampled for the zone-to-zone score matrices (measured pairs are near-uniform in a zone).
+ZONE_SAMPLE = 8
+# The MILP is tried only up to this many transportation variables (edges x zones²): beyond it HiGHS
+# rarely finishes within 50 ms on one core, and its time is better spent placing pods on nodes.
+MAX_MILP_PAIR_VARS = 400
+# Placing a pod is worth more than any network score (objective units: 0..100 per AppGroup).
+PLACE_BONUS = 1_000.0
+
+
+@dataclass(frozen=True)
+class PlacementPlan:
+    """Where the AppGroup's pods should go, per workload and zone (placed pods included)."""
+
+    appgroup: str  # "namespace/name"
+    plan_id: str
+    method: str  # "milp" | "heuristic" | "none"
+    objective: str  # one of OBJECTIVES
+    value: float  # predicted average network score (0..100), or 100 - normalized cost
+    elapsed_ms: float
+    zones: Mapping[str, Mapping[str, int]]  # workload -> zone -> pods (placed + planned)
+    unplaced: Mapping[str, int] = field(default_factory=dict)  # workload -> pods that fit nowhere
+    # workload -> node -> pods, for zones small enough to plan node by node
+    nodes: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    diagnosis: tuple[str, ...] = ()
+    reason: str = ""  # why this plan was (re)computed
+
+    def zones_for(self, workload: str) -> Mapping[str, int]:
+        return self.zones.get(workload, {})
+
+    def nodes_for(self, workload: str) -> Mapping[str, int]:
+        return self.nodes.get(workload, {})
+
+    def summary(self) -> str:
+        parts = [f"{w}->{'+'.join(f'{z}x{n}' if n > 1 else z for z, n in sorted(zs.items()))}"
+                 for w, zs in sorted(self.zones.items()) if zs]
+        return f"plan {self.plan_id} ({self.method}, {self.value:.1f}): " + ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class _Zones:
+    names: tuple[str, ...]
+    regions: tuple[str, ...]
+    free: np.ndarray  # (Z, 3): cpu millicores, memory bytes, pod slots
+    node_free: tuple[np.ndarray, ...]  # per zone: (nodes, 3)
+    samples: tuple[np.ndarray, ...]  # per zone: topology positions of sampled nodes
+
+
+def _free_row(node: NodeResources) -> np.ndarray:
+    """Free (cpu millicores, memory bytes, pod slots) of one node, never negative."""
+    return np.maximum(np.array([node.allocatable_cpu_millicores - node.requested_cpu_millicores,
+                                node.allocatable_memory_bytes - node.requested_memory_bytes,
+                                MAX_PODS_PER_NODE - node.pod_count], dtype=np.float64), 0.0)
+
+
+def _zones(state: ClusterState, reserved: Mapping[str, np.ndarray] | None) -> _Zones:
+    index = state.topology.index
+    by_zone: dict[str, list[str]] = {}
+    region_of: dict[str, str] = {}
+    for name, node in state.nodes.items():
+        by_zone.setdefault(node.zone, []).append(name)
+        region_of.setdefault(node.zone, node.region)
+    names = tuple(sorted(by_zone))
+    free_rows, node_rows, samples = [], [], []
+    for zone in names:
+        nodes = [state.nodes[n] for n in by_zone[zone]]
+        rows = np.array([_free_row(n) for n in nodes], dtype=np.float64).reshape(len(nodes), 3)
+        total = rows.sum(axis=0)
+        if reserved and zone in reserved:
+            total = np.maximum(total - reserved[zone], 0.0)
+        free_rows.append(total)
+        node_rows.append(rows)
+        positions = sorted(index[n] for n in by_zone[zone] if n in index)
+        step = max(1, len(positions) // ZONE_SAMPLE)
+        samples.append(np.array(positions[::step][:ZONE_SAMPLE], dtype=np.int64))
+    free = np.array(free_rows, dtype=np.float64).reshape(len(names), 3)
+    return _Zones(names, tuple(region_of[z] for z in names), free, tuple(node_rows), tuple(samples))
+
+
+def _zone_scores(state: ClusterState, zones: _Zones, sensitivity: Sensitivity) -> np.ndarray:
+    """Mean ComputeScore between the sampled nodes of every zone pair (same-node pairs left out,
+    unless a zone has one node: then its pods share it)."""
+    nz = len(zones.names)
+    out = np.zeros((nz, nz))
+    if state.topology.size == 0:
+        return out
+    everything = np.concatenate(zones.samples) if nz else np.zeros(0, dtype=np.int64)
+    if everything.size == 0:
+        return out
+    matrix = pair_scores(state.indexes.vectors, everything, everything, sensitivity)
+    bounds = np.cumsum([0, *[s.size for s in zones.samples]])
+    for a in range(nz):
+        for b in range(nz):
+            block = matrix[bounds[a]:bounds[a + 1], bounds[b]:bounds[b + 1]]
+            if block.size == 0:
+                continue
+            if a == b:
+                k = block.shape[0]
+                out[a, b] = DEFAULT_SAME_NODE_SCORE if k == 1 else float(
+                    (block.sum() - np.trace(block)) / (k * (k - 1)))
+            else:
+                out[a, b] = float(block.mean())
+    return out
+
+
+def _zone_costs(state: ClusterState, zones: _Zones) -> np.ndarray:
+    """KEP network cost between zones (NetworkOverhead's rules: 1 in a zone, zone/region costs
+    from the topology, MaxCost when unknown)."""
+    topo = state.topology
+    nz = len(zones.names)
+    out = np.full((nz, nz), float(MAX_COST))
+    for a, (za, ra) in enumerate(zip(zones.names, zones.regions, strict=True)):
+        for b, (zb, rb) in enumerate(zip(zones.names, zones.regions, strict=True)):
+            if a == b and za:
+                out[a, b] = 1.0
+            elif ra == rb and ra and za and zb:
+                out[a, b] = topo.zone_costs.get((za, zb), float(MAX_COST))
+            elif ra and rb and ra != rb:
+                out[a, b] = topo.region_costs.get((ra, rb), float(MAX_COST))
+    return out
+
+
+def _zone_bandwidth_mbps(state: ClusterState, zones: _Zones) -> np.ndarray:
+    nz = len(zones.names)
+    out = np.full((nz, nz), np.nan)
+    bw = state.topology.bandwidth_mbps
+    for a in range(nz):
+        for b in range(nz):
+            sa, sb = zones.samples[a], zones.samples[b]
+            if sa.size and sb.size:
+                block = bw[np.ix_(sa, sb)]
+                if a == b:
+                    block = block[~np.eye(sa.size, dtype=bool)] if sa.size > 1 else np.array([np.inf])
+                if np.isfinite(block).any() or np.isinf(block).any():
+                    out[a, b] = float(np.nanmean(block))
+    return out
+
+
+@dataclass
+class _Problem:
+    group: AppGroupSpec
+    zones: _Zones
+    names: list[str]  # workloads
+    demand: np.ndarray  # (W, 3) per pod
+    replicas: np.ndarray  # (W,) total pods
+    placed: np.ndarray  # (W, Z) pods already bound
+    slots: np.ndarray  # (W, Z) pods of w that fit the zone's nodes one by one
+    edges: list[tuple[int, int, np.ndarray, float]]  # (u, d, S[z1, z2], coef)
+    forbidden: list[tuple[int, int, int, int]]  # (u, z1, d, z2): t[u, z1] > 0 and t[d, z2] > 0 not allowed
+    diagnosis: list[str]
+    sensitivities: list[Sensitivity] = field(default_factory=list)  # per edge (node-level refinement)
+
+    def __post_init__(self) -> None:
+        nz = self.placed.shape[1]
+        self.us = np.array([e[0] for e in self.edges], dtype=np.int64)
+        self.ds = np.array([e[1] for e in self.edges], dtype=np.int64)
+        self.weighted = (np.array([e[2] * e[3] for e in self.edges]).reshape(len(self.edges), nz, nz))
+
+    @property
+    def todo(self) -> np.ndarray:
+        return np.maximum(self.replicas - self.placed.sum(axis=1), 0)
+
+
+def _problem(state: ClusterState, group: AppGroupSpec, objective: str,
+             reserved: Mapping[str, np.ndarray] | None) -> _Problem:
+    zones = _zones(state, reserved)
+    zi = {z: i for i, z in enumerate(zones.names)}
+    workloads = [w for w in group.workloads if w.replicas > 0]
+    names = [w.name for w in workloads]
+    wi = {n: i for i, n in enumerate(names)}
+    nw, nz = len(workloads), len(zones.names)
+    demand = np.array([[w.cpu_request_millicores, w.memory_request_bytes, 1] for w in workloads],
+                      dtype=np.float64).reshape(nw, 3)
+    placed = np.zeros((nw, nz))
+    for i, w in enumerate(workloads):
+        for node in state.placements.get((group.namespace, group.name, w.name), ()):
+            res = state.nodes.get(node)
+            if res is not None:
+                placed[i, zi[res.zone]] += 1
+    replicas = np.maximum(np.array([w.replicas for w in workloads], dtype=np.float64), placed.sum(axis=1))
+    slots = np.zeros((nw, nz))
+    for z in range(nz):
+        rows = zones.node_free[z]
+        for i in range(nw):
+            need = demand[i]
+            per_node = np.min(np.where(need > 0, np.floor(rows / np.where(need > 0, need, 1.0)), np.inf), axis=1)
+            slots[i, z] = min(float(per_node.sum()), float(replicas[i]))
+    diagnosis: list[str] = []
+    # Algorithm 2's normalizations, as evaluation/optimum.py (so the value is the average network score).
+    total_w = np.zeros(nw)
+    raw: list[tuple[int, int, Any, float]] = []
+    for w in workloads:
+        for dep in w.dependencies:
+            if dep.target in wi and dep.target != w.name:
+                raw.append((wi[w.name], wi[dep.target], dep, w.weight))
+                total_w[wi[w.name]] += w.weight
+                total_w[wi[dep.target]] += w.weight
+    importance = np.array([w.weight for w in workloads], dtype=np.float64)
+    imp_sum = float(importance[total_w > 0].sum()) or 1.0
+    costs = _zone_costs(state, zones) if objective == "network-cost" or any(
+        d.max_network_cost is not None for _, _, d, _ in raw) else None
+    bandwidth = _zone_bandwidth_mbps(state, zones) if any(d.min_bandwidth_bps for _, _, d, _ in raw) else None
+    score_cache: dict[Sensitivity, np.ndarray] = {}
+    edges: list[tuple[int, int, np.ndarray, float]] = []
+    forbidden: list[tuple[int, int, int, int]] = []
+    for u, d, dep, weight in raw:
+        if objective == "network-cost":
+            assert costs is not None
+            matrix = 1.0 - np.minimum(costs, MAX_COST) / float(MAX_COST)
+        else:
+            if dep.sensitivity not in score_cache:
+                score_cache[dep.sensitivity] = _zone_scores(state, zones, dep.sensitivity)
+            matrix = score_cache[dep.sensitivity]
+        coef = sum(importance[side] * weight / (total_w[side] * replicas[u] * replicas[d])
+                   for side in (u, d) if total_w[side] > 0) * 100.0 / imp_sum
+        edges.append((u, d, matrix, coef))
+        bad = np.zeros((nz, nz), dtype=bool)
+        if dep.max_network_cost is not None and costs is not None:
+            bad |= costs > dep.max_network_cost
+        if dep.min_bandwidth_bps and bandwidth is not None:
+            bad |= ~(bandwidth * 1e6 >= dep.min_bandwidth_bps)
+        for z1, z2 in zip(*np.nonzero(bad), strict=True):
+            if placed[u, z1] > 0 and placed[d, z2] > 0:
+                diagnosis.append(f"{names[u]} in {zones.names[z1]} and {names[d]} in {zones.names[z2]} are already "
+                                 "placed beyond the dependency's max network cost or min bandwidth")
+            else:
+                forbidden.append((u, int(z1), d, int(z2)))
+    return _Problem(group, zones, names, demand, replicas, placed, slots, edges, forbidden, diagnosis,
+                    [dep.sensitivity for _u, _d, dep, _w in raw])
+
+
+def _value(problem: _Problem, t: np.ndarray) -> float:
+    """The objective of pod counts ``t`` (W, Z) under uniform pairing: exactly Algorithm 2's mean."""
+    if not problem.edges:
+        return 0.0
+    return float(np.einsum("ez,ezy,ey->", t[problem.us], problem.weighted, t[problem.ds]))
+
+
+# ------------------------------------------------------------------------------------------- MILP
+
+def _solve_milp(problem: _Problem, time_limit: float) -> np.ndarray | None:
+    nw, nz = problem.placed.shape
+    ne = len(problem.edges)
+    use_b = bool(problem.forbidden)
+    n_x, n_y, n_b = nw * nz, ne * nz * nz, (nw * nz if use_b else 0)
+    n = n_x + n_y + n_b
+    c = np.zeros(n)
+    c[:n_x] = -PLACE_BONUS  # every new pod placed
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    lo: list[float] = []
+    hi: list[float] = []
+    r = 0
+
+    def add(entries: Sequence[tuple[int, float]], low: float, high: float) -> None:
+        nonlocal r
+        for col, val in entries:
+            rows.append(r)
+            cols.append(col)
+            vals.append(val)
+        lo.append(low)
+        hi.append(high)
+        r += 1
+
+    todo = problem.todo
+    placed = problem.placed
+    for w in range(nw):  # at most the pods not yet placed
+        add([(w * nz + z, 1.0) for z in range(nz)], 0.0, float(todo[w]))
+    for k in range(3):  # capacity per zone
+        for z in range(nz):
+            entries = [(w * nz + z, float(problem.demand[w, k])) for w in range(nw) if problem.demand[w, k]]
+            if entries:
+                add(entries, -np.inf, float(problem.zones.free[z, k]))
+    for e, (u, d, matrix, coef) in enumerate(problem.edges):  # transportation bounds on pod pairs
+        base = n_x + e * nz * nz
+        c[base:base + nz * nz] = -coef * matrix.ravel()
+        rep_u, rep_d = problem.replicas[u], problem.replicas[d]
+        for z1 in range(nz):
+            add([*((base + z1 * nz + z2, 1.0) for z2 in range(nz)), (u * nz + z1, -rep_d)],
+                -np.inf, float(rep_d * placed[u, z1]))
+        for z2 in range(nz):
+            add([*((base + z1 * nz + z2, 1.0) for z1 in range(nz)), (d * nz + z2, -rep_u)],
+                -np.inf, float(rep_u * placed[d, z2]))
+    if use_b:
+        base = n_x + n_y
+        for w in range(nw):
+            for z in range(nz):
+                # t[w, z] > 0 => b[w, z] = 1
+                add([(w * nz + z, 1.0), (base + w * nz + z, -float(problem.replicas[w]))], -np.inf,
+                    float(-placed[w, z]))
+        for u, z1, d, z2 in problem.forbidden:
+            add([(base + u * nz + z1, 1.0), (base + d * nz + z2, 1.0)], -np.inf, 1.0)
+    upper = np.concatenate([problem.slots.ravel(), np.full(n_y, np.inf), np.ones(n_b)])
+    integrality = np.concatenate([np.ones(n_x), np.zeros(n_y), np.ones(n_b)])
+    a = coo_matrix((vals, (rows, cols)), shape=(r, n)).tocsr()
+    result = milp(c, constraints=LinearConstraint(a, np.array(lo), np.array(hi)), integrality=integrality,
+                  bounds=Bounds(np.zeros(n), upper),
+                  options={"time_limit": max(time_limit, 1e-3), "mip_rel_gap": 1e-4, "disp": False})
+    if result.x is None:
+        return None
+    return np.rint(result.x[:n_x]).reshape(nw, nz)
+
+
+# -------------------------------------------------------------------------------------- heuristic
+
+def _gain(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
+    """Objective gained per extra pod of workload w in each zone (others fixed; linear in t[w])."""
+    out, inc = problem.us == w, problem.ds == w
+    g = np.einsum("ezy,ey->z", problem.weighted[out], t[problem.ds[out]])
+    return g + np.einsum("ez,ezy->y", t[problem.us[inc]], problem.weighted[inc])
+
+
+def _allowed(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
+    ok = np.ones(t.shape[1], dtype=bool)
+    for u, z1, d, z2 in problem.forbidden:
+        if u == w and t[d, z2] > 0:
+            ok[z1] = False
+        if d == w and t[u, z1] > 0:
+            ok[z2] = False
+    return ok
+
+
+def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None) -> np.ndarray:
+    """Pods one by one in ``order``, each to the zone gaining most that still has room; the first
+    pod with nothing placed around it goes to ``anchor`` (else the best-connected zone)."""
+    nw, nz = problem.placed.shape
+    x = np.zeros((nw, nz))
+    free = problem.zones.free.copy()
+    connected = problem.weighted.sum(axis=(0, 2)) if problem.edges else np.zeros(nz)
+    for w in order:
+        for _ in range(int(problem.todo[w])):
+            t = problem.placed + x
+            gain = _gain(problem, t, w)
+            if not gain.any():
+                gain = connected + (1e6 * (np.arange(nz) == anchor) if anchor is not None else 0.0)
+            ok = np.all(free >= problem.demand[w][None, :], axis=1) & (x[w] < problem.slots[w]) & _allowed(
+                problem, t, w)
+            if not ok.any():
+                break
+            z = int(np.argmax(np.where(ok, gain, -np.inf)))
+            x[w, z] += 1
+            free[z] -= problem.demand[w]
+    return x
+
+
+def _gains(problem: _Problem, t: np.ndarray) -> np.ndarray:
+    """``_gain`` of every workload at once (W, Z)."""
+    g = np.zeros(t.shape)
+    if problem.edges:
+        np.add.at(g, problem.us, np.einsum("ezy,ey->ez", problem.weighted, t[problem.ds]))
+        np.add.at(g, problem.ds, np.einsum("ez,ezy->ey", t[problem.us], problem.weighted))
+    return g
+
+
+def _local_search(problem: _Problem, x: np.ndarray, deadline: float) -> np.ndarray:
+    """Best improving move (all new pods of one workload to one zone) or swap (two single-zone
+    workloads trade zones) until none improves or time is up. The objective is linear in one
+    workload's counts, so every move's gain comes from one gain matrix; a swap adds the term of the
+    edges between the two workloads."""
+    nw, nz = problem.placed.shape
+    x = x.copy()
+    demand = problem.demand
+    count = x.sum(axis=1)
+    movable = count > 0
+    for _ in range(4 * nw * nz):
+        if time.perf_counter() >= deadline:
+            break
+        t = problem.placed + x
+        g = _gains(problem, t)
+        free = problem.zones.free - x.T @ demand
+        # moves
+        delta = count[:, None] * g - (x * g).sum(axis=1)[:, None]
+        room = free[None, :, :] + x[:, :, None] * demand[:, None, :] >= count[:, None, None] * demand[:, None, :]
+        ok = room.all(axis=2) & (problem.slots >= count[:, None]) & movable[:, None]
+        delta = np.where(ok, delta, -np.inf)
+        best_move = float(delta.max(initial=-np.inf))
+        # swaps
+        single = np.where((x > 0).sum(axis=1) == 1, np.argmax(x > 0, axis=1), -1)
+        best_swap, swap = -np.inf, (-1, -1)
+        cand = np.flatnonzero(single >= 0)
+        if cand.size > 1:
+            za, c = single[cand], count[cand]
+            # gain of a (in za) going to zb = g[a, zb] - g[a, za], times its count
+            ga = c[:, None] * (g[cand][:, za] - g[cand, za][:, None])  # [a, b]: a moves to b's zone
+            sw = ga + ga.T
+            if problem.edges:
+                pos = np.full(nw, -1)
+                pos[cand] = np.arange(cand.size)
+                us, ds = problem.us, problem.ds
+                both = (pos[us] >= 0) & (pos[ds] >= 0)
+                e_idx = np.flatnonzero(both)
+                ze, zf = single[us[e_idx]], single[ds[e_idx]]
+                m = problem.weighted[e_idx]
+                k = np.arange(e_idx.size)
+                term = count[us[e_idx]] * count[ds[e_idx]] * (m[k, zf, ze] - m[k, zf, zf] - m[k, ze, ze] + m[k, ze, zf])
+                np.add.at(sw, (pos[us[e_idx]], pos[ds[e_idx]]), term)
+                np.add.at(sw, (pos[ds[e_idx]], pos[us[e_idx]]), term)
+            np.fill_diagonal(sw, -np.inf)
+            sw[za[:, None] == za[None, :]] = -np.inf
+            flat = np.argsort(-sw, axis=None)
+            for k in flat[:8].tolist():
+                i, j = divmod(k, cand.size)
+                if sw[i, j] <= 1e-9:
+                    break
+                a_, b_ = int(cand[i]), int(cand[j])
+                trial = x.copy()
+                trial[a_], trial[b_] = 0, 0
+                trial[a_, single[b_]], trial[b_, single[a_]] = count[a_], count[b_]
+                if ((problem.zones.free - trial.T @ demand) < 0).any() or (trial > problem.slots).any():
+                    continue
+                if problem.forbidden and not (_allowed(problem, problem.placed + trial, a_)[single[b_]]
+                                              and _allowed(problem, problem.placed + trial, b_)[single[a_]]):
+                    continue
+                best_swap, swap = float(sw[i, j]), (a_, b_)
+                break
+        if max(best_move, best_swap) <= 1e-9:
+            break
+        if best_move >= best_swap:
+            applied = False
+            for k in np.argsort(-delta, axis=None)[:8].tolist():
+                w, z = divmod(k, nz)
+                if delta[w, z] <= 1e-9:
+                    break
+                rest = x.copy()
+                rest[w] = 0
+                if problem.forbidden and not _allowed(problem, problem.placed + rest, w)[z]:
+                    continue
+                rest[w, z] = count[w]
+                x, applied = rest, True
+                break
+            if not applied:
+                break
+        else:
+            a_, b_ = swap
+            za_, zb_ = single[a_], single[b_]
+            x[a_], x[b_] = 0, 0
+            x[a_, zb_], x[b_, za_] = count[a_], count[b_]
+    return x
+
+
+def _better(problem: _Problem, a: np.ndarray, b: np.ndarray) -> bool:
+    """Does ``a`` place more pods, or as many with a higher score, than ``b``?"""
+    ka, kb = float(a.sum()), float(b.sum())
+    return ka > kb or (ka == kb and _value(problem, problem.placed + a) > _value(problem, problem.placed + b) + 1e-9)
+
+
+def _solve_heuristic(problem: _Problem, deadline: float) -> np.ndarray:
+    """Greedy from several starts (heavy pods first, then most connected; each zone as the anchor of
+    the first pod), each improved by local search; the best within the deadline."""
+    nw, nz = problem.placed.shape
+    degree = np.zeros(nw)
+    np.add.at(degree, problem.us, problem.weighted.sum(axis=(1, 2)))
+    np.add.at(degree, problem.ds, problem.weighted.sum(axis=(1, 2)))
+    size = problem.demand[:, 0] / max(float(problem.demand[:, 0].max(initial=0.0)), 1.0) + problem.demand[:, 1] / max(
+        float(problem.demand[:, 1].max(initial=0.0)), 1.0)
+    orders = [sorted(range(nw), key=lambda w: (-size[w], -degree[w])),
+              sorted(range(nw), key=lambda w: (-degree[w], -size[w]))]
+    anchors: list[int | None] = [None]
+    if not problem.placed.any():
+        room = problem.zones.free[:, 0]
+        anchors += [int(z) for z in np.argsort(-room)[:3]]
+    best: np.ndarray | None = None
+    seen: set[bytes] = set()
+    for anchor in anchors:
+        for order in orders:
+            if best is not None and time.perf_counter() >= deadline:
+                return best
+            start = _greedy(problem, order, anchor)
+            if start.tobytes() in seen:
+                continue
+            seen.add(start.tobytes())
+            x = _local_search(problem, start, deadline)
+            if best is None or _better(problem, x, best):
+                best = x
+    return best if best is not None else np.zeros((nw, nz))
+
+
+# ------------------------------------------------------------------------------ nodes inside a zone
+
+def _refine_zone(state: ClusterState, problem: _Problem, t: np.ndarray, z: int, deadline: float
+                 ) -> dict[str, dict[str, int]] | None:
+    """Which node of zone ``z`` each of its planned pods takes: the same model with the zone's nodes
+    as the places and node-pair ComputeScores (the same-node score where pods share a node), so the
+    pods pack into the nodes and dependent pods land on the best pairs. Edges leaving the zone are
+    constant here. None for a zone too big to plan node by node (the network scorer picks there)."""
+    zone = problem.zones.names[z]
+    members = sorted(n for n, res in state.nodes.items() if res.zone == zone)
+    if not members or len(members) > MAX_PACKING_NODES:
+        return None
+    index = state.topology.index
+    col = {n: k for k, n in enumerate(members)}
+    ws = [w for w in range(len(problem.names)) if t[w, z] > 0]
+    local = {w: k for k, w in enumerate(ws)}
+    placed = np.zeros((len(ws), len(members)))
+    for w in ws:
+        for node in state.placements.get((problem.group.namespace, problem.group.name, problem.names[w]), ()):
+            if node in col:
+                placed[local[w], col[node]] += 1
+    free = np.array([_free_row(state.nodes[n]) for n in members], dtype=np.float64).reshape(len(members), 3)
+    demand = problem.demand[ws]
+    per_node = np.where(demand[:, None, :] > 0, np.floor(free[None, :, :] / np.where(demand > 0, demand, 1.0)[:, None, :]),
+                        np.inf).min(axis=2)
+    slots = np.minimum(per_node, t[ws, z][:, None])
+    positions = np.array([index.get(n, -1) for n in members], dtype=np.int64)
+    known = positions >= 0
+    cache: dict[Sensitivity, np.ndarray] = {}
+    edges: list[tuple[int, int, np.ndarray, float]] = []
+    for e, (u, d, _m, coef) in enumerate(problem.edges):
+        if u in local and d in local:
+            sens = problem.sensitivities[e]
+            if sens not in cache:
+                matrix = np.zeros((len(members), len(members)))
+                if known.any() and state.topology.size:
+                    sub = pair_scores(state.indexes.vectors, positions[known], positions[known], sens)
+                    matrix[np.ix_(known, known)] = sub
+                np.fill_diagonal(matrix, DEFAULT_SAME_NODE_SCORE)
+                cache[sens] = matrix
+            edges.append((local[u], local[d], cache[sens], coef))
+    sub_zones = _Zones(tuple(members), tuple(state.nodes[n].region for n in members), free,
+                       tuple(free[k:k + 1] for k in range(len(members))), tuple(positions[k:k + 1] for k in range(len(members))))
+    node_problem = _Problem(problem.group, sub_zones, [problem.names[w] for w in ws], demand,
+                            t[ws, z].astype(np.float64), placed, slots, edges, [], [])
+    x = _solve_heuristic(node_problem, deadline)
+    if float(x.sum() + placed.sum()) < float(t[ws, z].sum()):
+        return None  # the zone's pods do not pack node by node: leave the choice to per-pod scoring
+    counts = placed + x
+    return {problem.names[w]: {members[k]: int(counts[i, k]) for k in np.flatnonzero(counts[i]).tolist()}
+            for i, w in enumerate(ws)}
+
+
+# ------------------------------------------------------------------------------------------ entry
+
+def _plan_id(group: AppGroupSpec, *places: Mapping[str, Mapping[str, int]]) -> str:
+    text = f"{group.namespace}/{group.name}:" + "|".join(";".join(
+        f"{w}={','.join(f'{z}:{n}' for z, n in sorted(zs.items()))}" for w, zs in sorted(where.items()))
+        for where in places)
+    return hashlib.blake2s(text.encode(), digest_size=4).hexdigest()
+
+
+def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "network-score",
+                 budget_s: float = DEFAULT_BUDGET_S, reserved: Mapping[str, np.ndarray] | None = None,
+                 use_milp: bool = True, reason: str = "") -> PlacementPlan:
+    """A plan for every pod of ``group`` not yet bound in ``state``; never runs past ``budget_s``
+    (beyond numpy's granularity). ``reserved``: per zone (cpu, memory, pods) held by other
+    AppGroups' plans (first come keeps its plan)."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    started = time.perf_counter()
+    deadline = started + budget_s
+    label = f"{group.namespace}/{group.name}"
+    problem = _problem(state, group, objective, reserved)
+    nw, nz = problem.placed.shape
+    if nw == 0 or nz == 0:
+        note = "the AppGroup has no workload with replicas" if nw == 0 else "the cluster has no nodes"
+        return PlacementPlan(label, _plan_id(group, {}), "none", objective, float("nan"),
+                             (time.perf_counter() - started) * 1e3, {}, {}, {}, (note,), reason)
+    diagnosis = list(problem.diagnosis)
+    # The heuristic always answers (a quarter of the budget at most); the MILP may improve on it until
+    # half; the rest places the pods of each zone on its nodes.
+    x = _solve_heuristic(problem, started + budget_s / 4)
+    method = "heuristic"
+    if use_milp and len(problem.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
+        remaining = started + budget_s / 2 - time.perf_counter()
+        if remaining > 0.003:
+            try:
+                exact = _solve_milp(problem, remaining)
+            except (ValueError, RuntimeError) as exc:  # a solver error: the heuristic's plan stands, and says so
+                exact = None
+                diagnosis.append(f"MILP failed ({exc}); heuristic plan used")
+            if exact is not None and _better(problem, exact, x):
+                x, method = exact, "milp"
+    t = problem.placed + x
+    zones = {name: {problem.zones.names[z]: int(t[w, z]) for z in range(nz) if t[w, z] > 0}
+             for w, name in enumerate(problem.names)}
+    short = problem.replicas - t.sum(axis=1)
+    unplaced = {problem.names[w]: int(short[w]) for w in range(nw) if short[w] > 0}
+    if unplaced:
+        free = problem.zones.free
+        totals = (problem.demand * problem.todo[:, None]).sum(axis=0)
+        diagnosis.append(
+            "the cluster does not hold the whole AppGroup: "
+            + ", ".join(f"{w} {n} pod(s)" for w, n in sorted(unplaced.items()))
+            + f" left out (needs {totals[0]:.0f}m CPU, {totals[1] / 2**20:.0f}Mi memory; free "
+            f"{free[:, 0].sum():.0f}m, {free[:, 1].sum() / 2**20:.0f}Mi)")
+    value = _value(problem, t)
+    nodes: dict[str, dict[str, int]] = {}
+    used = [z for z in range(nz) if t[:, z].any()]
+    for i, z in enumerate(used):
+        share = (deadline - time.perf_counter()) / (len(used) - i)
+        refined = _refine_zone(state, problem, t, z, time.perf_counter() + share) if share > 0 else None
+        for workload, counts in (refined or {}).items():
+            nodes.setdefault(workload, {}).update(counts)
+    if not problem.edges:
+        value = float("nan")  # no dependency: nothing to score
+    return PlacementPlan(label, _plan_id(group, zones, nodes), method, objective, value,
+                         (time.perf_counter() - started) * 1e3, zones, unplaced, nodes, tuple(diagnosis), reason)
+
+
+def demand_by_zone(plan: PlacementPlan, group: AppGroupSpec, placed: Mapping[str, Mapping[str, int]]
+                   ) -> dict[str, np.ndarray]:
+    """Per zone, (cpu, memory, pods) the plan still has to place (what it reserves)."""
+    out: dict[str, np.ndarray] = {}
+    for workload in group.workloads:
+        for zone, count in plan.zones_for(workload.name).items():
+            left = count - placed.get(workload.name, {}).get(zone, 0)
+            if left > 0:
+                need = np.array([workload.cpu_request_millicores, workload.memory_request_bytes, 1.0]) * left
+                out[zone] = out.get(zone, np.zeros(3)) + need
+    return out
+
+
+def placed_by_zone(state: ClusterState, group: AppGroupSpec) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for workload in group.workloads:
+        counts: dict[str, int] = {}
+        for node in state.placements.get((group.namespace, group.name, workload.name), ()):
+            res = state.nodes.get(node)
+            zone = res.zone if res is not None else ""
+            counts[zone] = counts.get(zone, 0) + 1
+        if counts:
+            out[workload.name] = counts
+    return out
+
+
+@dataclass
+class _Entry:
+    plan: PlacementPlan
+    group: AppGroupSpec
+    topology_id: int
+    placed: dict[str, dict[str, int]]
+
+
+class PlanBook:
+    """Plans per AppGroup, kept while they stay valid (shared by the states one scheduler steps
+    through: the extender's runtime, one evaluation run). A plan is recomputed when the AppGroup or
+    the topology changes, a pod of the AppGroup lands outside it, or its zones lost the room it
+    still needs; other AppGroups' valid plans reserve their remaining pods' room."""
+
+    def __init__(self, *, budget_s: float = DEFAULT_BUDGET_S) -> None:
+        self.budget_s = min(max(budget_s, 1e-3), 10.0)
+        self._plans: dict[tuple[str, str, str], _Entry] = {}
+        self._lock = threading.Lock()
+        self.computed = 0
+
+    def plan_for(self, state: ClusterState, group: AppGroupSpec, *, objective: str = "network-score"
+                 ) -> PlacementPlan:
+        key = (group.namespace, group.name, objective)
+        placed = placed_by_zone(state, group)
+        with self._lock:
+            entry = self._plans.get(key)
+            reason = self._invalid(state, group, entry, placed) if entry is not None else "first pod of the AppGroup"
+            if entry is not None and reason is None:
+                return entry.plan
+            reserved = self._reserved(state, key)
+        plan = compute_plan(state=state, group=group, objective=objective, budget_s=self.budget_s,
+                            reserved=reserved, reason=reason or "")
+        with self._lock:
+            self._plans[key] = _Entry(plan, group, id(state.topology), placed)
+            if len(self._plans) > 2 * len(state.appgroups) + 16:  # AppGroups deleted since: forget their plans
+                alive = {(g.namespace, g.name) for g in state.appgroups}
+                for stale in [k for k in self._plans if k[:2] not in alive]:
+                    del self._plans[stale]
+            self.computed += 1
+        return plan
+
+    def peek(self, namespace: str, name: str, objective: str = "network-score") -> PlacementPlan | None:
+        with self._lock:
+            entry = self._plans.get((namespace, name, objective))
+        return entry.plan if entry is not None else None
+
+    def forget(self, namespace: str, name: str) -> None:
+        with self._lock:
+            for key in [k for k in self._plans if k[:2] == (namespace, name)]:
+                del self._plans[key]
+
+    def _reserved(self, state: ClusterState, own: tuple[str, str, str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for key, entry in self._plans.items():
+            if key[:2] == own[:2]:
+                continue
+            for zone, need in demand_by_zone(entry.plan, entry.group, placed_by_zone(state, entry.group)).items():
+                out[zone] = out.get(zone, np.zeros(3)) + need
+        return out
+
+    def _invalid(self, state: ClusterState, group: AppGroupSpec, entry: _Entry,
+                 placed: dict[str, dict[str, int]]) -> str | None:
+        if entry.group != group:
+            return "the AppGroup changed"
+        if entry.topology_id != id(state.topology):
+            return "the topology changed"
+        plan = entry.plan
+        for workload, counts in placed.items():
+            planned = plan.zones_for(workload)
+            for zone, count in counts.items():
+                if count > planned.get(zone, 0):
+                    return f"a pod of {workload} was placed in zone {zone or '(none)'} outside the plan"
+        if plan.unplaced and placed != entry.placed:
+            return "pods were placed since a plan that did not hold the whole AppGroup"
+        need = demand_by_zone(plan, group, placed)
+        if need:
+            free: dict[str, np.ndarray] = {}
+            for node in state.nodes.values():
+                free[node.zone] = free.get(node.zone, np.zeros(3)) + _free_row(node)
+            for zone, amount in need.items():
+                if np.any(free.get(zone, np.zeros(3)) < amount):
+                    return f"zone {zone or '(none)'} no longer has room for the plan's pods"
+        return None
+
+
+
+# Packing inside a zone: the plan counts a zone's capacity as a whole, so a light pod taking the only
+# node big enough for a planned heavy pod would break it. Steering keeps such nodes for the heavy pods.
+MAX_PACKING_NODES = 64
+
+
+def _packs(free: np.ndarray, pods: np.ndarray) -> bool:
+    """Best-fit decreasing of ``pods`` (k, 3) into nodes with ``free`` (n, 3) room."""
+    room = free.copy()
+    scale = np.maximum(room.max(axis=0), 1.0)
+    for pod in pods[np.argsort(-(pods / scale).sum(axis=1), kind="stable")]:
+        fits = (room >= pod[None, :]).all(axis=1)
+        if not fits.any():
+            return False
+        left = np.where(fits, ((room - pod[None, :]) / scale).sum(axis=1), np.inf)
+        room[int(np.argmin(left))] -= pod
+    return True
+
+
+def nodes_keeping_plan(state: ClusterState, plan: PlacementPlan, group: AppGroupSpec, workload: str,
+                       candidates: Sequence[str]) -> np.ndarray | None:
+    """Which ``candidates`` (nodes of the plan's zones) leave room for the rest of the plan's pods
+    there once this pod of ``workload`` is bound; None when it cannot tell (big zone, or the rest
+    does not pack anyway), so the caller does not narrow."""
+    spec = {w.name: w for w in group.workloads}
+    if workload not in spec:
+        return None
+    placed = placed_by_zone(state, group)
+    demand = {w: np.array([s.cpu_request_millicores, s.memory_request_bytes, 1.0]) for w, s in spec.items()}
+    out = np.zeros(len(candidates), dtype=bool)
+    by_zone: dict[str, list[int]] = {}
+    for i, name in enumerate(candidates):
+        node = state.nodes.get(name)
+        if node is not None:
+            by_zone.setdefault(node.zone, []).append(i)
+    for zone, idx in by_zone.items():
+        members = [n for n in state.nodes.values() if n.zone == zone]
+        if len(members) > MAX_PACKING_NODES:
+            return None
+        rest: list[np.ndarray] = []
+        for w in spec:
+            left = plan.zones_for(w).get(zone, 0) - placed.get(w, {}).get(zone, 0) - (1 if w == workload else 0)
+            rest.extend([demand[w]] * max(left, 0))
+        pods = np.array(rest, dtype=np.float64).reshape(len(rest), 3)
+        names = [n.name for n in members]
+        free = np.array([_free_row(n) for n in members], dtype=np.float64).reshape(len(members), 3)
+        row = {n: k for k, n in enumerate(names)}
+        for i in idx:
+            k = row[candidates[i]]
+            trial = free.copy()
+            trial[k] -= demand[workload]
+            out[i] = bool((trial[k] >= 0).all()) and _packs(trial, pods)
+    return out if out.any() else None

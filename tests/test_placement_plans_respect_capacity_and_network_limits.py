@@ -1,0 +1,176 @@
+"""Placement plans (apps/scheduler/scoring/plans.py) on tiny synthetic clusters: they respect capacity,
+max network cost and min bandwidth, reach the MILP optimum, plan what fits when the AppGroup does not,
+accept empty and cyclic AppGroups, fall back to the heuristic under a tiny budget, and are kept by the
+plan book until a change makes them invalid."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
+from apps.probes.scenario import load_scenario
+from apps.scheduler.evaluation.metrics import network_metrics
+from apps.scheduler.evaluation.optimum import optimum_placement
+from apps.scheduler.evaluation.report import initial_state
+from apps.scheduler.evaluation.simulate import bind
+from apps.scheduler.scoring.plans import PlanBook, compute_plan
+from apps.scheduler.scoring.scenario_topology import topology_from_scenario
+from apps.scheduler.scoring.state import PodInfo, evolve
+
+LAT = Sensitivity(0.9, 0.0, 0.1)
+BW = Sensitivity(0.1, 0.8, 0.1)
+
+
+def _scenario(a_cpu: str = "1", a_nodes: int = 2):
+    return load_scenario({
+        "name": "tiny",
+        "regions": [{"name": "r1", "zones": [
+            {"name": "A", "range": {"prefix": "a", "from": 1, "to": a_nodes, "cpu": a_cpu, "memory": "4Gi"}},
+            {"name": "B", "nodes": [{"name": "b1", "cpu": "4"}, {"name": "b2", "cpu": "4"}]},
+        ]}, {"name": "r2", "zones": [
+            {"name": "C", "nodes": [{"name": "c1", "cpu": "8"}, {"name": "c2", "cpu": "8"}]},
+        ]}],
+        "links": [
+            {"between": ["A", "A"], "latency_ms": 0.2, "loss_pct": 0.0, "bandwidth_mbps": 10000},
+            {"between": ["B", "B"], "latency_ms": 0.3, "loss_pct": 0.0, "bandwidth_mbps": 5000},
+            {"between": ["C", "C"], "latency_ms": 0.2, "loss_pct": 0.0, "bandwidth_mbps": 10000},
+            {"between": ["A", "B"], "latency_ms": 1.0, "loss_pct": 0.1, "bandwidth_mbps": 2000},
+            {"between": ["A", "C"], "latency_ms": 0.5, "loss_pct": 0.0, "bandwidth_mbps": 100},
+            {"between": ["B", "C"], "latency_ms": 80.0, "loss_pct": 1.0, "bandwidth_mbps": 100},
+        ],
+    })
+
+
+def _group(*specs: tuple[str, int, int, tuple[DependencySpec, ...]], name: str = "app") -> AppGroupSpec:
+    return AppGroupSpec("default", name, tuple(
+        WorkloadSpec(w, LabelSelector({"app": f"{name}-{w}"}), 1.0, deps, replicas=replicas,
+                     cpu_request_millicores=cpu, memory_request_bytes=2**28)
+        for w, replicas, cpu, deps in specs))
+
+
+def _chain(cpu: int = 1000, sens: Sensitivity = LAT, **dep_kw) -> AppGroupSpec:
+    return _group(("front", 1, cpu, (DependencySpec("mid", sens, **dep_kw),)),
+                  ("mid", 1, cpu, (DependencySpec("back", sens, **dep_kw),)),
+                  ("back", 1, cpu, ()))
+
+
+def _used(state, plan, group):
+    """CPU the plan puts on every zone and node."""
+    cpu = {w.name: w.cpu_request_millicores for w in group.workloads}
+    zones: dict[str, int] = {}
+    nodes: dict[str, int] = {}
+    for workload, where in plan.zones.items():
+        for zone, n in where.items():
+            zones[zone] = zones.get(zone, 0) + n * cpu[workload]
+    for workload, where in plan.nodes.items():
+        for node, n in where.items():
+            nodes[node] = nodes.get(node, 0) + n * cpu[workload]
+    return zones, nodes
+
+
+def _node_placements(plan, group):
+    return {(group.namespace, group.name, w): tuple(n for n, c in where.items() for _ in range(c))
+            for w, where in plan.nodes.items()}
+
+
+def test_plan_respects_zone_and_node_capacity_and_matches_the_optimum():
+    group = _chain()
+    state = initial_state(_scenario(a_cpu="1"), [group])  # A holds two of the three 1-CPU pods
+    plan = compute_plan(state=state, group=group)
+    zones, nodes = _used(state, plan, group)
+    assert zones.get("A", 0) <= 2000
+    for node, cpu in nodes.items():
+        assert cpu <= state.nodes[node].allocatable_cpu_millicores
+    assert sum(sum(w.values()) for w in plan.zones.values()) == 3 and not plan.unplaced
+    # The node plan is a full placement whose real network score is the MILP optimum's.
+    realized = network_metrics(replace(state, placements=_node_placements(plan, group)), [group]).average
+    optimum = optimum_placement(state, [group])
+    assert realized == pytest.approx(optimum.bound, abs=1e-6)
+    assert plan.value == pytest.approx(realized, abs=1.0)
+
+
+def test_max_network_cost_and_min_bandwidth_forbid_zone_pairs():
+    scenario = _scenario(a_cpu="1", a_nodes=1)
+
+    def planned_zones(group, topology=None):
+        state = initial_state(scenario, [group])
+        state = bind(state, _pod(group, "front"), "a1")  # A is now full: mid goes to B or C
+        if topology is not None:
+            state = replace(state, topology=topology)
+        plan = compute_plan(state=state, group=group)
+        assert not plan.unplaced
+        return plan.zones_for("mid")
+
+    # Without limits, C (0.5 ms from A, no loss) beats B (1 ms, 0.1 % loss) for latency- and loss-sensitive calls.
+    assert set(planned_zones(_chain())) == {"C"}
+    costs = topology_from_scenario(scenario, zone_costs={("A", "B"): 2, ("B", "A"): 2},
+                                   region_costs={("r1", "r2"): 50, ("r2", "r1"): 50})
+    assert set(planned_zones(_chain(max_network_cost=10), costs)) == {"B"}
+    # 100 Mbit/s toward C is below the dependency's minimum, 2 Gbit/s toward B is not.
+    assert set(planned_zones(_chain(min_bandwidth_bps=500e6))) == {"B"}
+
+
+def test_an_appgroup_bigger_than_the_cluster_gets_a_plan_for_what_fits_and_a_diagnosis():
+    group = _group(("db", 3, 8000, ()), ("web", 2, 500, (DependencySpec("db", LAT),)))
+    state = initial_state(_scenario(), [group])  # only c1 and c2 hold an 8-CPU pod
+    plan = compute_plan(state=state, group=group)
+    assert plan.unplaced == {"db": 1}
+    assert sum(plan.zones["db"].values()) == 2 and sum(plan.zones["web"].values()) == 2
+    assert any("does not hold the whole AppGroup" in d and "db 1 pod(s)" in d for d in plan.diagnosis)
+
+
+def test_empty_and_cyclic_appgroups_still_get_plans():
+    empty = AppGroupSpec("default", "empty", ())
+    state = initial_state(_scenario(), [empty])
+    plan = compute_plan(state=state, group=empty)
+    assert plan.method == "none" and plan.zones == {} and plan.diagnosis
+    cyclic = _group(("a", 1, 100, (DependencySpec("b", LAT),)), ("b", 1, 100, (DependencySpec("a", LAT),)))
+    plan = compute_plan(state=initial_state(_scenario(), [cyclic]), group=cyclic)
+    assert set(plan.zones) == {"a", "b"} and not plan.unplaced
+    assert plan.zones["a"] == plan.zones["b"]  # a cycle of two is best kept together
+
+
+def test_a_tiny_budget_falls_back_to_the_heuristic_and_still_plans_every_pod():
+    specs = [(f"w{i}", 2, 250, (DependencySpec(f"w{i + 1}", LAT),) if i < 19 else ()) for i in range(20)]
+    group = _group(*specs)
+    state = initial_state(_scenario(a_cpu="4", a_nodes=4), [group])
+    plan = compute_plan(state=state, group=group, budget_s=1e-4)
+    assert plan.method == "heuristic"
+    assert sum(sum(w.values()) for w in plan.zones.values()) == 40 and not plan.unplaced
+    with pytest.raises(ValueError, match="objective"):
+        compute_plan(state=state, group=group, objective="fastest")
+
+
+def _pod(group: AppGroupSpec, workload: str):
+    from apps.scheduler.evaluation.simulate import SimPod
+
+    spec = group.workload(workload)
+    return SimPod(group, spec, PodInfo(group.namespace, f"{workload}-0", labels=dict(spec.selector.match_labels),
+                                       cpu_request_millicores=spec.cpu_request_millicores,
+                                       memory_request_bytes=spec.memory_request_bytes))
+
+
+def test_plan_book_keeps_a_followed_plan_recomputes_a_broken_one_and_reserves_for_the_first_appgroup():
+    first = _chain(cpu=1000)
+    second = _chain(cpu=1000)
+    second = replace(second, name="other")
+    state = evolve(initial_state(_scenario(a_cpu="2", a_nodes=2), [first, second]), plan_book=PlanBook())
+    book = state.plan_book
+    plan = book.plan_for(state, first)
+    assert plan.reason == "first pod of the AppGroup"
+    # Binding a pod where the plan wanted it keeps the plan.
+    node = next(iter(plan.nodes_for("front")))
+    state = bind(state, _pod(first, "front"), node)
+    assert book.plan_for(state, first) is plan
+    # The second AppGroup sees only the room the first one's plan leaves in A (4 CPU, 3 planned there).
+    other = book.plan_for(state, second)
+    planned_in_a = sum(where.get("A", 0) for where in plan.zones.values())
+    assert sum(where.get("A", 0) for where in other.zones.values()) <= 4 - planned_in_a
+    # A pod bound outside the plan makes it recompute, and says why.
+    outside = next(n for n, res in state.nodes.items() if res.zone not in plan.zones_for("mid"))
+    state = bind(state, _pod(first, "mid"), outside)
+    again = book.plan_for(state, first)
+    assert again is not plan and "outside the plan" in again.reason
+    assert again.zones_for("mid") == {state.nodes[outside].zone: 1}
