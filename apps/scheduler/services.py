@@ -128,6 +128,8 @@ class _Context:
         if self.unavailable:
             metrics.set_outcome("degraded")
         self.stale = view.stale_notes(time.monotonic())
+        if view.state.topology.stale_reason:
+            self.stale = (*self.stale, f"topology: {view.state.topology.stale_reason}")
         self.state: ClusterState = view.state if nodes is None else _with_node_objects(view.state, nodes)
         self.notes: list[str] = []
         self.profile_name, self.profile, note = _pick_profile(view, pod)
