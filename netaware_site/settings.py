@@ -285,6 +285,8 @@ NETAWARE = {
     "DECISION_RETENTION": env_int("NETAWARE_DECISION_RETENTION", 10000),
     "DECISION_QUEUE": env_bool("NETAWARE_DECISION_QUEUE", True),
     "DECISION_QUEUE_MAX": env_int("NETAWARE_DECISION_QUEUE_MAX", 20000),
+    # How long a drain's lock outlives a worker killed mid-drain (the next drain waits that long).
+    "DECISION_DRAIN_LOCK_SECONDS": env_float("NETAWARE_DECISION_DRAIN_LOCK_SECONDS", 30.0),
     # Extender (docs/scheduler.md). Where nodes and pods come from: "kubernetes" (list + watch of the
     # API), "database" (the cluster watcher's tables), "auto" (kubernetes when an API is configured).
     "EXTENDER_SOURCE": env("NETAWARE_EXTENDER_SOURCE", "auto"),

@@ -153,15 +153,16 @@ def _extender_runtime_per_test(settings):
 
 
 def _forget_queued_decisions() -> None:
-    """Decisions a test queued in Redis must not be drained into the next test's database."""
+    """Decisions a test queued in Redis must not be drained into the next test's database. The
+    session's Redis, not ``settings.REDIS_URL``: a test may still point that at a stopped server."""
     import contextlib
 
     import redis
 
-    from apps.scheduler import decisionlog, selectors
+    from apps.scheduler import decisionlog
 
-    with contextlib.suppress(redis.RedisError):
-        selectors.redis_client().delete(decisionlog.DECISION_QUEUE_KEY)
+    with contextlib.suppress(redis.RedisError), redis.Redis.from_url(ISOLATION.redis_url) as client:
+        client.delete(decisionlog.DECISION_QUEUE_KEY)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -86,7 +86,7 @@ def test_staleness_is_computed_when_read(client, settings):
     assert client.get("/dashboard/data/heatmap").json()["stale"] is False
     settings.NETAWARE = {**settings.NETAWARE, "STALE_AFTER_SECONDS": 30}  # as if no rebuild came for a while
     data = client.get("/dashboard/data/heatmap").json()
-    assert data["stale"] is True and "no new measurement" in data["staleReason"]
+    assert data["stale"] is True and "no measurement in the last 30 s" in data["staleReason"]
 
 
 def test_zones_and_link_history(client, settings):

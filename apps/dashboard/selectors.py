@@ -23,6 +23,7 @@ from django.utils import timezone
 from apps.probes.models import PairRollup, PairSample, WindowDigest
 from apps.topology.models import Node, TopologySnapshot
 from apps.topology.selectors import current_snapshot, topology_for
+from apps.topology.selectors import freshness as topology_freshness
 
 # metric key -> (stored series, label, unit, factor from stored unit, snapshot attribute or None)
 METRICS: dict[str, tuple[str, str, str, float]] = {
@@ -50,15 +51,11 @@ def _epoch(value: datetime | None) -> float | None:
 
 
 def freshness(snapshot: TopologySnapshot, *, now: datetime | None = None) -> dict[str, Any]:
-    """Whether the snapshot is stale *now*: flagged by the pipeline, or no newer data for longer than
-    the staleness limit (a stopped worker or beat stops rebuilding, so the age grows at read time)."""
-    now = now or timezone.now()
-    newest = snapshot.data_until or snapshot.created_at
-    age = (now - newest).total_seconds()
-    reason = snapshot.stale_reason if snapshot.stale else ""
-    if not reason and snapshot.source == "measured" and age > _stale_after():
-        reason = f"no new measurement for {int(age // 60)} min (limit {_stale_after() // 60} min)"
-    return {"stale": bool(reason), "staleReason": reason, "dataUntil": _epoch(newest), "ageSeconds": age}
+    """Whether the snapshot is stale *now*, by the same rule as the API and /metrics
+    (apps/topology/freshness.py): a stopped worker or beat stops rebuilding, so the age grows at read time."""
+    fresh = topology_freshness(snapshot=snapshot, now=now.timestamp() if now is not None else None)
+    return {"stale": fresh.stale, "staleReason": fresh.reason, "dataUntil": _epoch(snapshot.data_until or
+            snapshot.created_at), "ageSeconds": fresh.age_seconds}
 
 
 def _head() -> tuple[TopologySnapshot | None, int]:

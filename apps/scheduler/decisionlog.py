@@ -191,25 +191,44 @@ class DecisionLog:
             retry_at = time.monotonic() + 1.0 if self.failing else 0.0
 
 
-def drain(*, redis_client: redis.Redis, limit: int = 5000, retention: int = 10000) -> int:
+# Trim the batch just stored only if it is still the head of the queue (its first and last records,
+# each unique by event id, where they were read): a second drainer, or the extender's overflow trim,
+# may have moved the head meanwhile, and trimming blindly would drop records nobody stored.
+_TRIM_IF_HEAD = """
+local n = tonumber(ARGV[1])
+if redis.call('LINDEX', KEYS[1], 0) == ARGV[2] and redis.call('LINDEX', KEYS[1], n - 1) == ARGV[3] then
+  redis.call('LTRIM', KEYS[1], n, -1)
+  return 1
+end
+return 0
+"""
+
+
+def drain(*, redis_client: redis.Redis, limit: int = 5000, retention: int = 10000,
+          lock_seconds: float = 30.0) -> int:
     """Move queued decisions from Redis into Postgres: read a batch, store it, then trim it from the
     queue. A worker that dies between the two leaves the batch queued; the next drain stores it
-    again and the event ids make that a no-op. One drainer at a time (a Redis lock): two would
-    each trim what the other read."""
+    again and the event ids make that a no-op. The trim checks that the batch is still the queue's
+    head, so the Redis lock (one drainer at a time) only saves duplicate work: a lock left by a killed
+    worker expires after ``lock_seconds`` without risking a record."""
     moved = 0
-    lock = redis_client.lock(DRAIN_LOCK_KEY, timeout=120, blocking_timeout=0.1)
+    lock = redis_client.lock(DRAIN_LOCK_KEY, timeout=lock_seconds, blocking_timeout=0.1)
     if not lock.acquire():
         return 0
+    trim = redis_client.register_script(_TRIM_IF_HEAD)
     try:
         while True:
             blobs = redis_client.lrange(DECISION_QUEUE_KEY, 0, limit - 1)
             if not blobs:
                 break
             write(blobs)
-            redis_client.ltrim(DECISION_QUEUE_KEY, len(blobs), -1)
+            if not trim(keys=[DECISION_QUEUE_KEY], args=[len(blobs), blobs[0], blobs[-1]]):
+                break  # the head moved: the next drain re-reads (already stored records are skipped)
             moved += len(blobs)
             if len(blobs) < limit:
                 break
+            with contextlib.suppress(redis.RedisError):
+                lock.extend(lock_seconds, replace_ttl=True)
     finally:
         with contextlib.suppress(redis.RedisError):
             lock.release()

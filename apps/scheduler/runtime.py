@@ -115,6 +115,8 @@ class Loader:
                 self._failed((part,), exc)
                 continue
             self.stamps[part] = stamps.get(part)
+        if "topology" not in changed:
+            self._reassess_topology()
         if changed and not self.runtime.inline:
             # Long-lived, large data (topology, specs, thousands of records) leaves the collector's
             # generations: full collections stop re-scanning it on request threads (tens of ms at
@@ -128,6 +130,20 @@ class Loader:
                 self.usage_at = now
             except (DatabaseError, InterfaceError) as exc:
                 self._failed(("usage",), exc)
+
+    def _reassess_topology(self) -> None:
+        """Staleness at read time: a stopped pipeline stores no new snapshot, so the stamp never
+        changes while the one held here ages past STALE_AFTER_SECONDS. ``current_topology`` reuses
+        its in-process arrays (one small query) and only the reason is swapped in."""
+        cache = self.runtime.cache
+        try:
+            topology = current_topology()
+        except (DatabaseError, InterfaceError) as exc:
+            self._failed(("topology",), exc)
+            return
+        held = cache.view().state.topology
+        if topology is not None and topology.version == held.version and topology.stale_reason != held.stale_reason:
+            cache.set_topology(topology)
 
     def _failed(self, parts: Iterable[str], exc: BaseException) -> None:
         detail = _db_error(exc)

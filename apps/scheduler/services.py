@@ -92,7 +92,8 @@ def after_response() -> None:
 def drain_decisions(*, limit: int = 5000) -> int:
     """Move queued decisions from Redis into Postgres (batched, idempotent) and prune."""
     return decisionlog.drain(redis_client=selectors.redis_client(), limit=limit,
-                             retention=int(_conf("DECISION_RETENTION", 10000)))
+                             retention=int(_conf("DECISION_RETENTION", 10000)),
+                             lock_seconds=float(_conf("DECISION_DRAIN_LOCK_SECONDS", 30.0)))
 
 
 def flush_decisions() -> int:
@@ -127,6 +128,8 @@ class _Context:
         if self.unavailable:
             metrics.set_outcome("degraded")
         self.stale = view.stale_notes(time.monotonic())
+        if view.state.topology.stale_reason:
+            self.stale = (*self.stale, f"topology: {view.state.topology.stale_reason}")
         self.state: ClusterState = view.state if nodes is None else _with_node_objects(view.state, nodes)
         self.notes: list[str] = []
         self.profile_name, self.profile, note = _pick_profile(view, pod)

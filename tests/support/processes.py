@@ -1,12 +1,75 @@
-"""Start and stop the real services tests run (Prometheus, VictoriaMetrics, redis-server)."""
+"""Real processes for tests: starting and stopping the services tests run (Prometheus,
+VictoriaMetrics, redis-server), and for fault tests a prefork ``celery worker`` and ``celery beat`` as
+subprocesses on the test database (or any other), which a test can kill, stop and restart."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
+import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+
+
+def wait_for(predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.2) -> T:
+    """Poll ``predicate`` until it returns something true; fail naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def pool_children(pid: int) -> list[int]:
+    """The pool processes of a prefork worker (its child processes)."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            out += [int(p) for p in (task / "children").read_text().split()]
+    return out
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (a warm shutdown), SIGKILL if it does not end within 30 s."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextlib.contextmanager
+def celery(kind: str, *, env: dict[str, str], log: Path, args: tuple[str, ...] = ()) -> Iterator[
+        subprocess.Popen[bytes]]:
+    """``celery -A netaware_site worker|beat`` with ``env`` over this process's environment (which holds
+    the session's Redis and Celery queue); a worker is prefork with one pool process."""
+    if kind == "worker":
+        argv = ["worker", "--pool", "prefork", "--concurrency", "1", "--without-gossip", "--without-mingle",
+                "--without-heartbeat", "-n", f"fault-{os.getpid()}-{time.monotonic_ns()}@%h"]
+    else:
+        argv = ["beat", "--pidfile=", "--max-interval", "1", "--schedule", str(log.with_suffix(".beat"))]
+    proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "netaware_site", *argv, "--loglevel", "INFO",
+                             *args], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+                            stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    try:
+        yield proc
+    finally:
+        stop(proc)
 
 
 def stop_process(process: subprocess.Popen, *, timeout: float = 10.0) -> None:

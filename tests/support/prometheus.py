@@ -38,9 +38,19 @@ class RunningPrometheus:
     process: subprocess.Popen
     workdir: Path
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """Stop the server, keeping its data directory (a restart replays the TSDB's WAL)."""
         stop_process(self.process)
+
+    def stop(self) -> None:
+        self.halt()
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def restart(self, *, timeout: float = 30.0) -> None:
+        """Start it again after :meth:`halt`: same port, configuration and data directory."""
+        config = yaml.safe_load((self.workdir / "prometheus.yml").read_text())
+        port = int(self.url.rsplit(":", 1)[1])
+        self.process = start_prometheus(config, port=port, timeout=timeout, workdir=self.workdir).process
 
     def wait_for_series(self, query: str, *, minimum: int = 1, timeout: float = 30.0) -> int:
         """Poll an instant query until it returns at least ``minimum`` series."""
@@ -70,8 +80,8 @@ def scrape_config(targets: Iterable[ScrapeTarget], *, interval: str = "1s", job:
 
 
 def start_prometheus(config: dict, *, port: int | None = None, timeout: float = 30.0,
-                     extra_args: tuple[str, ...] = ()) -> RunningPrometheus:
-    workdir = Path(tempfile.mkdtemp(prefix="netaware-prom-"))
+                     extra_args: tuple[str, ...] = (), workdir: Path | None = None) -> RunningPrometheus:
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="netaware-prom-"))
     (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
     port = port or free_port()
     process = subprocess.Popen(
@@ -84,7 +94,7 @@ def start_prometheus(config: dict, *, port: int | None = None, timeout: float = 
             "--storage.tsdb.retention.time=1d",
             *extra_args,
         ],
-        stdout=(workdir / "prometheus.log").open("wb"),
+        stdout=(workdir / "prometheus.log").open("ab"),
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
