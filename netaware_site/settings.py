@@ -320,6 +320,8 @@ NETAWARE = {
     # Load and write on the request thread instead of background threads: only for the Django test
     # client, whose database rows live in the test's own transaction.
     "EXTENDER_INLINE": env_bool("NETAWARE_EXTENDER_INLINE", False),
+    # The WSGI entry point answers the extender paths without Django's middleware (netaware_site/wsgi.py).
+    "LEAN_EXTENDER": env_bool("NETAWARE_LEAN_EXTENDER", True),
     "DECISION_BUFFER_MAX": env_int("NETAWARE_DECISION_BUFFER_MAX", 5000),
     "HOTSPOT_WINDOW_SECONDS": env_int("NETAWARE_HOTSPOT_WINDOW_SECONDS", 300),
 }

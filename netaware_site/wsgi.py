@@ -12,7 +12,7 @@ django_application = get_wsgi_application()
 
 from django.conf import settings  # noqa: E402
 
-if not settings.NETAWARE.get("LEAN_EXTENDER", True):
+if not settings.NETAWARE["LEAN_EXTENDER"]:
     application = django_application
 else:
     from apps.scheduler.views import extender_app

@@ -48,7 +48,7 @@ DIKTYO_APPGROUP_LABEL = DIKTYO_APPGROUP_GROUP
 DIKTYO_WORKLOAD_LABEL = f"{DIKTYO_APPGROUP_GROUP}.workload"
 
 EXTRAS_ANNOTATION = "netaware.io/appgroup-extras"
-MAX_NETWORK_COST = 10000
+MAX_NETWORK_COST = validators.MAX_NETWORK_COST
 REGION_KEY = "topology.kubernetes.io/region"
 ZONE_KEY = "topology.kubernetes.io/zone"
 

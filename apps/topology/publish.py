@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from . import topomath
 from .topomath import Topology
 
 log = logging.getLogger(__name__)
@@ -124,14 +125,7 @@ def _nested_costs(costs: Any) -> dict[str, dict[str, float]]:
 
 def _extrema(topology: Topology) -> dict[str, float]:
     out: dict[str, float] = {}
-    for key, attr in (
-        ("minLatency", "min_latency"),
-        ("maxLatency", "max_latency"),
-        ("minBandwidth", "min_bandwidth"),
-        ("maxBandwidth", "max_bandwidth"),
-        ("minLossrate", "min_lossrate"),
-        ("maxLossrate", "max_lossrate"),
-    ):
+    for key, attr in zip(topomath.EXTREMA_KEYS, topomath.EXTREMA_FIELDS, strict=True):
         value = _clean(float(getattr(topology, attr)))
         if value is not None and value >= 0:
             out[key] = value
