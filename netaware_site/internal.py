@@ -14,6 +14,8 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from . import health, scrape
+from .api_errors import error_body
+from .parsers import BODY
 
 ENDPOINTS: dict[str, Callable[[HttpRequest], HttpResponse]] = {
     "/healthz": health.healthz,
@@ -47,9 +49,9 @@ class RequestSizeLimitMiddleware:
         try:
             length = int(raw)
         except ValueError:
-            return JsonResponse({"detail": f"Content-Length {raw[:40]!r} is not a number"}, status=400)
+            message = f"Content-Length {raw[:40]!r} is not a number"
+            return JsonResponse(error_body({BODY: [message]}, message), status=400)
         if limit is not None and length > limit:
-            return JsonResponse(
-                {"detail": f"request body is {length} bytes; the limit is {limit} (MAX_REQUEST_BYTES)"}, status=413
-            )
+            message = f"request body is {length} bytes; the limit is {limit} (MAX_REQUEST_BYTES)"
+            return JsonResponse(error_body({BODY: [message]}, message), status=413)
         return self.get_response(request)

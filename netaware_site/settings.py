@@ -207,7 +207,12 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PARSER_CLASSES": [
-        "netaware_site.parsers.JSONParser",  # a too-deep document is a 400, not a 500
+        # The one body loader (JSON or YAML: size, depth and alias limits; netaware_site/parsers.py).
+        "netaware_site.parsers.JSONParser",
+        "netaware_site.parsers.YAMLParser",
+        "netaware_site.parsers.XYAMLParser",
+        "netaware_site.parsers.TextYAMLParser",
+        "netaware_site.parsers.TextXYAMLParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
@@ -225,7 +230,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.BasicAuthentication",
     ],
-    "EXCEPTION_HANDLER": "rest_framework.views.exception_handler",
+    # Every 400 as {"detail": ..., "errors": {"field.path": [...]}} (docs/api.md).
+    "EXCEPTION_HANDLER": "netaware_site.api_errors.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "netaware API",
@@ -236,6 +242,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "netaware_site.api_errors.document_error_responses",
+    ],
 }
 
 # Bodies larger than this are refused before parsing (extender requests with 5,000 full Node
@@ -312,6 +322,8 @@ NETAWARE = {
     # Load and write on the request thread instead of background threads: only for the Django test
     # client, whose database rows live in the test's own transaction.
     "EXTENDER_INLINE": env_bool("NETAWARE_EXTENDER_INLINE", False),
+    # The WSGI entry point answers the extender paths without Django's middleware (netaware_site/wsgi.py).
+    "LEAN_EXTENDER": env_bool("NETAWARE_LEAN_EXTENDER", True),
     "DECISION_BUFFER_MAX": env_int("NETAWARE_DECISION_BUFFER_MAX", 5000),
     "HOTSPOT_WINDOW_SECONDS": env_int("NETAWARE_HOTSPOT_WINDOW_SECONDS", 300),
     # Longest a placement plan may take to compute on a request (docs/scheduler.md, "Placement plans").

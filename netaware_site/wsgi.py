@@ -14,7 +14,7 @@ from django.conf import settings  # noqa: E402
 
 from apps.scheduler.extender_views import extender_app  # noqa: E402  (models load once Django is set up)
 
-if not settings.NETAWARE.get("LEAN_EXTENDER", True):
+if not settings.NETAWARE["LEAN_EXTENDER"]:
     application = django_application
 else:
 

@@ -145,7 +145,7 @@ def put_error(client, pk, mutate):
     mutate(document)
     response = client.put(f"/api/appgroups/{pk}", data=document, content_type="application/json")
     assert response.status_code == 400, response.content
-    return response.json()
+    return response.json()["errors"]
 
 
 def test_bad_documents_get_field_paths_and_change_nothing(client, boutique):
@@ -212,13 +212,13 @@ def test_import_errors_name_the_resource_field(client):
     bad["spec"]["workloads"][2]["dependencies"][0]["metrics"]["latency"] = -1
     response = client.post("/api/appgroups/import", data=bad, content_type="application/json")
     assert response.status_code == 400
-    assert "spec.workloads[2].dependencies[0].metrics.latency" in response.json()
+    assert "spec.workloads[2].dependencies[0].metrics.latency" in response.json()["errors"]
     bad = copy.deepcopy(doc)
     bad["spec"]["workloads"][0]["dependencies"][0]["name"] = "ghost"
     response = client.post("/api/appgroups/import", data=bad, content_type="application/json")
-    assert "spec.workloads[0].dependencies[0].name" in response.json()
+    assert "spec.workloads[0].dependencies[0].name" in response.json()["errors"]
     response = import_yaml(client, "apiVersion: v1\nkind: AppGroup\n")
-    assert response.status_code == 400 and "apiVersion" in response.json()
+    assert response.status_code == 400 and "apiVersion" in response.json()["errors"]
     response = import_yaml(client, "spec: [unclosed")
     assert response.status_code == 400
     assert AppGroup.objects.count() == 0

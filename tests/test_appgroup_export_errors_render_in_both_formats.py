@@ -45,7 +45,8 @@ def test_bad_flavor_or_format_is_400_naming_the_parameter(client, boutique_id, q
     response = client.get(f"/api/appgroups/{boutique_id}/export{query}")
     assert response.status_code == 400, response.content
     body = _body(response)
-    assert list(body) == [field] and fragment in body[field][0]
+    assert list(body["errors"]) == [field] and fragment in body["errors"][field][0]
+    assert body["detail"] == f"{field}: {body['errors'][field][0]}"
 
 
 def test_existing_appgroup_still_exports_in_both_formats(client, boutique_id):

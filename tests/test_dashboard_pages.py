@@ -300,7 +300,7 @@ def test_yaml_edit_errors_name_the_field_path_and_line_and_save_nothing(client, 
 
 def test_yaml_syntax_errors_and_non_documents_are_form_errors(client, boutique):
     before = snapshot_of(boutique)
-    for text, message in (("spec: [unclosed", "Not valid YAML (line"), ("- a\n- b\n", "mapping"),
+    for text, message in (("spec: [unclosed", "YAML parse error (line"), ("- a\n- b\n", "mapping"),
                           ("a: 1\n---\nb: 2\n", "exactly one YAML document"), ("", "required")):
         response = client.post(f"/appgroups/{boutique.pk}/yaml", {"document": text})
         assert response.status_code == 400, text

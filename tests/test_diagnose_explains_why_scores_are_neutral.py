@@ -98,7 +98,7 @@ def test_pod_read_from_the_kubernetes_api(client, boutique, settings):
 def test_malformed_queries_are_400(client, boutique, params, field):
     response = diagnose(client, **params)
     assert response.status_code == 400, response.content
-    assert field in response.json()
+    assert field in response.json()["errors"]
 
 
 def test_unknown_pod_is_404(client, boutique):

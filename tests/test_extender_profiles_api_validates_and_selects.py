@@ -27,14 +27,16 @@ def test_builtin_profiles_are_seeded_with_one_default(ext):
 @pytest.mark.parametrize(
     ("payload", "field", "fragment"),
     [
-        ({"scorers": [{"name": "telepathy", "weight": 1}]}, "scorers", "unknown scorer 'telepathy'"),
-        ({"scorers": [{"name": "water-level", "weight": -1}]}, "scorers", "scorers[0].weight"),
-        ({"scorers": [{"name": "water-level", "weight": 1, "params": {"average_weight": "x"}}]}, "scorers",
+        ({"scorers": [{"name": "telepathy", "weight": 1}]}, "scorers[0].name", "unknown scorer 'telepathy'"),
+        ({"scorers": [{"name": "water-level", "weight": -1}]}, "scorers[0].weight", ">= 0"),
+        ({"scorers": [{"name": "water-level", "weight": 1, "params": {"average_weight": "x"}}]},
+         "scorers[0].params.average_weight",
          "average_weight"),
-        ({"scorers": [{"name": "water-level", "weight": 1, "params": {"colour": 1}}]}, "scorers", "colour"),
+        ({"scorers": [{"name": "water-level", "weight": 1, "params": {"colour": 1}}]}, "scorers[0].params.colour",
+         "unknown parameter"),
         ({"scorers": []}, "scorers", "at least one scorer"),
-        ({"scorers": [{"name": "water-level"}], "filters": ["moat"]}, "filters", "unknown filter 'moat'"),
-        ({"scorers": [{"name": "water-level"}], "params": {"overload": {"cpu_threshold": 2}}}, "params",
+        ({"scorers": [{"name": "water-level"}], "filters": ["moat"]}, "filters[0]", "unknown filter 'moat'"),
+        ({"scorers": [{"name": "water-level"}], "params": {"overload": {"cpu_threshold": 2}}}, "params.overload",
          "filter the profile does not use"),
         ({"scorers": [{"name": "water-level"}], "name": "Not A Slug"}, "name", ""),
     ],
@@ -43,9 +45,9 @@ def test_invalid_profiles_get_400_naming_the_field(client, ext, payload, field, 
     body = {"name": "mine", **payload}
     response = client.post("/api/scheduler/profiles/", body, content_type="application/json")
     assert response.status_code == 400, response.content
-    errors = response.json()
-    assert field in errors, errors
-    assert fragment in " ".join(map(str, errors[field]))
+    errors = response.json()["errors"]
+    assert list(errors) == [field], errors
+    assert fragment in " ".join(errors[field])
 
 
 def test_create_update_default_and_delete(client, ext):
@@ -65,10 +67,10 @@ def test_create_update_default_and_delete(client, ext):
 
     patched = client.patch("/api/scheduler/profiles/latency-first/", {"scorers": [{"name": "nope"}]},
                            content_type="application/json")
-    assert patched.status_code == 400 and "scorers" in patched.json()
+    assert patched.status_code == 400 and "scorers[0].name" in patched.json()["errors"]
     patched = client.patch("/api/scheduler/profiles/latency-first/", {"filters": []},
                            content_type="application/json")
-    assert patched.status_code == 400 and "params" in patched.json()  # params for an unused filter
+    assert patched.status_code == 400 and "params.overload" in patched.json()["errors"]  # an unused filter's
     ok = client.patch("/api/scheduler/profiles/latency-first/", {"filters": [], "params": {}},
                       content_type="application/json")
     assert ok.status_code == 200 and ok.json()["filters"] == []

@@ -44,7 +44,7 @@ def test_node_samples_and_watermarks(client, samples):
 def test_bad_filters_are_400_naming_the_field(client, samples):
     response = client.get("/api/probes/samples/", {"since": "yesterday", "series": "rtt_p95"})
     assert response.status_code == 400
-    assert set(response.json()) == {"since", "series"}
+    assert set(response.json()["errors"]) == {"since", "series"}
 
 
 def test_samples_are_read_only(client, samples):

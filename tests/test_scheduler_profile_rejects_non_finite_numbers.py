@@ -21,24 +21,24 @@ def _post(client, raw: str):
 
 
 @pytest.mark.parametrize(
-    ("scorers", "extra", "field", "fragment"),
+    ("scorers", "extra", "field"),
     [
-        ('[{"name": "water-level", "weight": 1e999}]', "", "scorers", "scorers[0].weight"),
-        ('[{"name": "network-score", "weight": 1}, {"name": "water-level", "weight": -1e999}]', "", "scorers",
+        ('[{"name": "water-level", "weight": 1e999}]', "", "scorers[0].weight"),
+        ('[{"name": "network-score", "weight": 1}, {"name": "water-level", "weight": -1e999}]', "",
          "scorers[1].weight"),
-        ('[{"name": "network-score", "weight": 1, "params": {"same_node_score": 1e999}}]', "", "scorers",
+        ('[{"name": "network-score", "weight": 1, "params": {"same_node_score": 1e999}}]', "",
          "scorers[0].params.same_node_score"),
         ('[{"name": "water-level", "weight": 1}]', ', "filters": ["overload"], "params": {"overload": '
-         '{"cpu_threshold": 1e999}}', "params", "params.overload.cpu_threshold"),
+         '{"cpu_threshold": 1e999}}', "params.overload.cpu_threshold"),
     ],
 )
-def test_non_finite_numbers_are_400_naming_the_field(client, ext, scorers, extra, field, fragment):
+def test_non_finite_numbers_are_400_naming_the_field(client, ext, scorers, extra, field):
     before = SchedulerProfile.objects.count()
     response = _post(client, f'{{"name": "huge", "scorers": {scorers}{extra}}}')
     assert response.status_code == 400, response.content
-    errors = response.json()
+    errors = response.json()["errors"]
     assert list(errors) == [field], errors
-    assert fragment in errors[field][0] and "finite" in errors[field][0], errors
+    assert "finite" in errors[field][0], errors
     assert SchedulerProfile.objects.count() == before
 
 
@@ -48,7 +48,7 @@ def test_patch_with_infinite_weight_names_the_weight(client, ext):
     response = client.patch("/api/scheduler/profiles/mine/", data='{"scorers": [{"name": "water-level", '
                             '"weight": 1e999}]}', content_type="application/json")
     assert response.status_code == 400
-    assert "scorers[0].weight" in response.json()["scorers"][0]
+    assert "finite" in response.json()["errors"]["scorers[0].weight"][0]
     assert SchedulerProfile.objects.get(name="mine").scorers == [{"name": "water-level", "weight": 2}]
 
 

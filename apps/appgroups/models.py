@@ -20,7 +20,7 @@ from apps import quantity
 from . import validators
 from .choices import Origin, PlacementSource, TopologySortingAlgorithm
 
-MAX_NETWORK_COST = 10000  # scheduler-plugins' AppGroup CRD bound (maxNetworkCost maximum)
+MAX_NETWORK_COST = validators.MAX_NETWORK_COST
 
 
 def validate_namespace(value: str) -> None:

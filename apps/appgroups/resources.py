@@ -44,7 +44,7 @@ DIKTYO_APPGROUP_LABEL = DIKTYO_APPGROUP_GROUP
 DIKTYO_WORKLOAD_LABEL = f"{DIKTYO_APPGROUP_GROUP}.workload"
 
 EXTRAS_ANNOTATION = "netaware.io/appgroup-extras"
-MAX_NETWORK_COST = 10000
+MAX_NETWORK_COST = validators.MAX_NETWORK_COST
 
 Flavor = Literal["netaware", "diktyo"]
 # Sensitivity given to dependencies imported from diktyo resources without our extras annotation.
@@ -58,6 +58,29 @@ class ResourceError(ValueError):
         super().__init__(f"{field_path}: {message}")
         self.field_path = field_path
         self.message = message
+
+
+# The service and the models name model fields (``workloads[1].latency``); a document names
+# resource keys (``spec.workloads[1].metrics.latency``).
+_SERVICE_TO_RESOURCE = {
+    "latency": "metrics.latency", "bandwidth": "metrics.bandwidth", "lossrate": "metrics.lossrate",
+    "max_network_cost": "maxNetworkCost", "min_bandwidth": "minBandwidth", "target": "name",
+    "cpu_request": "resources.cpu", "memory_request": "resources.memory", "selector": "selector",
+}
+
+
+def resource_path(path: str) -> str:
+    """A model field path of the service's errors as the path of the same field in our resource."""
+    if path in ("name", "namespace"):
+        return f"metadata.{path}"
+    if path == "topology_sorting_algorithm":
+        return "spec.topologySortingAlgorithm"
+    if path.startswith("workloads["):
+        head, _, last = path.rpartition(".")
+        if head and "[" not in last:
+            return f"spec.{head}.{_SERVICE_TO_RESOURCE.get(last, last)}"
+        return "spec." + path
+    return path
 
 
 # --- small typed readers ---------------------------------------------------------------------

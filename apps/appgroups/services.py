@@ -52,6 +52,17 @@ class AppGroupValidationError(ValueError):
         super().__init__(f"{first[0]}: {first[1][0]}" if first[0] else first[1][0])
 
 
+def document_errors(exc: resources.ResourceError | AppGroupValidationError) -> dict[str, list[str]]:
+    """Errors of a resource document's import, keyed by resource paths (``spec.workloads[0].weight``)
+    whichever layer found them (the API's import and the dashboard's editors show the same)."""
+    if isinstance(exc, resources.ResourceError):
+        return {exc.field_path: [exc.message]}
+    errors: dict[str, list[str]] = {}
+    for path, messages in exc.errors.items():
+        errors.setdefault(resources.resource_path(path), []).extend(messages)
+    return errors
+
+
 def _collect(errors: dict[str, list[str]], prefix: str, exc: ValidationError) -> None:
     for field, messages in exc.message_dict.items():
         if field == NON_FIELD_ERRORS:
@@ -240,15 +251,30 @@ def upsert_appgroup_from_spec(*, spec: AppGroupSpec, origin: str, notify_cluster
     return save_appgroup(spec=spec, origin=origin, notify_cluster=notify_cluster)
 
 
-def import_resource(*, document: Mapping[str, Any], origin: str = Origin.NETAWARE) -> AppGroup:
-    """Upsert an AppGroup from a resource document (ours or diktyo). Raises ResourceError or
-    AppGroupValidationError naming the field."""
-    spec = resources.spec_from_resource(document)
-    metadata = document.get("metadata") or {}
-    annotations = metadata.get("annotations") or {}
+def document_description(document: Mapping[str, Any]) -> str | None:
+    """The description a resource document carries in its annotation, if any."""
+    metadata = document.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
     description = annotations.get(DESCRIPTION_ANNOTATION) if isinstance(annotations, Mapping) else None
+    return description if isinstance(description, str) else None
+
+
+def import_resource(
+    *,
+    document: Mapping[str, Any],
+    origin: str = Origin.NETAWARE,
+    appgroup: AppGroup | None = None,
+    create_only: bool = False,
+) -> AppGroup:
+    """Upsert an AppGroup from a resource document (ours or diktyo); with ``appgroup``, replace that
+    row, whose description the document then replaces (the editors send whole documents). Raises
+    ResourceError or AppGroupValidationError naming the field."""
+    spec = resources.spec_from_resource(document)
+    description = document_description(document)
     return save_appgroup(
-        spec=spec, origin=origin, description=description if isinstance(description, str) else None
+        spec=spec, origin=origin, appgroup=appgroup,
+        description="" if description is None and appgroup is not None else description,
+        create_only=create_only,
     )
 
 

@@ -67,7 +67,6 @@ CONFLICT_PREFIX = "conflict: "
 
 ATTEMPTS = 4  # per API call (kube.retry) and per object (re-read after a 409)
 BASE_DELAY = 0.2
-DEFAULT_TOMBSTONE_RETENTION_DAYS = 7.0
 
 Key = tuple[str, str]  # (namespace, name)
 
@@ -659,7 +658,7 @@ def sync_once() -> SyncReport:
 
 
 def tombstone_retention() -> timedelta:
-    days = settings.NETAWARE.get("APPGROUP_TOMBSTONE_RETENTION_DAYS", DEFAULT_TOMBSTONE_RETENTION_DAYS)
+    days = settings.NETAWARE["APPGROUP_TOMBSTONE_RETENTION_DAYS"]
     return timedelta(days=float(days))
 
 

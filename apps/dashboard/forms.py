@@ -15,9 +15,8 @@ import yaml
 from django import forms
 
 from apps.appgroups import resources, services
-from apps.appgroups.choices import Origin
 from apps.appgroups.models import AppGroup
-from apps.yamlsafe import UnsafeYAMLError, load_yaml
+from netaware_site.parsers import BodyError, load_document
 
 MAX_YAML_BYTES = 1024 * 1024  # an AppGroup resource is a few KiB; the editor never needs more
 
@@ -53,29 +52,6 @@ def _yaml_line(text: str, path: str) -> int | None:
     return best.start_mark.line + 1 if best is not None else None
 
 
-# The service names model fields; the document names resource keys.
-_SERVICE_TO_RESOURCE = {
-    "latency": "metrics.latency", "bandwidth": "metrics.bandwidth", "lossrate": "metrics.lossrate",
-    "max_network_cost": "maxNetworkCost", "min_bandwidth": "minBandwidth", "target": "name",
-    "cpu_request": "resources.cpu", "memory_request": "resources.memory", "selector": "selector",
-}
-
-
-def resource_path(path: str) -> str:
-    if path in ("name", "namespace"):
-        return f"metadata.{path}"
-    if path == "topology_sorting_algorithm":
-        return "spec.topologySortingAlgorithm"
-    if path.startswith("workloads["):
-        head, _, last = path.rpartition(".")
-        if head and "[" in last:
-            return "spec." + path
-        if head:
-            return f"spec.{head}.{_SERVICE_TO_RESOURCE.get(last, last)}"
-        return "spec." + path
-    return path
-
-
 class AppGroupYAMLForm(forms.Form):
     """One AppGroup resource (ours or scheduler-plugins') as YAML."""
 
@@ -87,52 +63,29 @@ class AppGroupYAMLForm(forms.Form):
         self.path_errors: list[dict[str, Any]] = []  # [{"path", "message", "line"}]
 
     def clean_document(self) -> Mapping[str, Any]:
-        text = self.cleaned_data["document"]
         try:
-            docs = [d for d in load_yaml(text, max_bytes=MAX_YAML_BYTES, multi=True) if d is not None]
-        except UnsafeYAMLError as exc:
+            document = load_document(self.cleaned_data["document"], yaml_syntax=True, max_bytes=MAX_YAML_BYTES)
+        except BodyError as exc:
             raise forms.ValidationError(str(exc)) from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or str(exc)
-            raise forms.ValidationError(f"Not valid YAML{where}: {problem}") from None
-        if len(docs) != 1:
-            raise forms.ValidationError(f"Expected exactly one YAML document, got {len(docs)}.")
-        if not isinstance(docs[0], Mapping):
+        if not isinstance(document, Mapping):
             raise forms.ValidationError("The document must be a Kubernetes resource (a mapping), "
-                                        f"not a {type(docs[0]).__name__}.")
-        return docs[0]
-
-    def _path_error(self, path: str, message: str, *, resource: bool) -> None:
-        shown = path if resource else resource_path(path)
-        line = _yaml_line(self.data.get("document", ""), shown) if shown else None
-        self.path_errors.append({"path": shown or "(document)", "message": message, "line": line})
-        where = f" (line {line})" if line else ""
-        self.add_error("document", f"{shown or 'document'}{where}: {message}")
+                                        f"not a {type(document).__name__}.")
+        return document
 
     def save(self) -> AppGroup | None:
-        """Validate with the resource parser and save through the service; None (errors recorded) on
-        bad input. A new AppGroup never replaces an existing one of the same namespace/name."""
-        document = self.cleaned_data["document"]
+        """Validate and save through the service the API's import uses; None (errors recorded, each
+        with its YAML line) on bad input. A new AppGroup never replaces one of the same name."""
         try:
-            spec = resources.spec_from_resource(document)
-        except resources.ResourceError as exc:
-            self._path_error(exc.field_path, exc.message, resource=True)
-            return None
-        metadata = document.get("metadata") or {}
-        annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-        description = (annotations or {}).get(services.DESCRIPTION_ANNOTATION) if isinstance(annotations, Mapping) else None
-        try:
-            return services.save_appgroup(
-                spec=spec, origin=Origin.NETAWARE, appgroup=self.appgroup,
-                description=description if isinstance(description, str) else None,
-                create_only=self.appgroup is None,
-            )
-        except services.AppGroupValidationError as exc:
-            for path, messages in exc.errors.items():
+            return services.import_resource(document=self.cleaned_data["document"], appgroup=self.appgroup,
+                                            create_only=self.appgroup is None)
+        except (resources.ResourceError, services.AppGroupValidationError) as exc:
+            text = self.data.get("document", "")
+            for path, messages in services.document_errors(exc).items():
+                line = _yaml_line(text, path) if path else None
+                where = f" (line {line})" if line else ""
                 for message in messages:
-                    self._path_error(path, message, resource=False)
+                    self.path_errors.append({"path": path or "(document)", "message": message, "line": line})
+                    self.add_error("document", f"{path or 'document'}{where}: {message}")
             return None
 
 

@@ -8,23 +8,17 @@ for tests. Errors name the offending field with a dotted path, e.g. ``links[3].b
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from apps import quantity
 from apps.yamlsafe import load_yaml
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-_CPU_RE = re.compile(r"^(\d+(?:\.\d+)?)(m?)$")
-_MEM_RE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTPE]i?|k)?$")
-_MEM_FACTORS = {
-    None: 1,
-    "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-}
 
 
 class ScenarioError(ValueError):
@@ -92,29 +86,25 @@ class Scenario:
         return tuple(dict.fromkeys(node.zone for node in self.nodes))
 
 
+def _quantity(value: Any, path: str, convert: Callable[[Any], int]) -> int:
+    """A positive Kubernetes quantity through ``apps.quantity`` (the project's one parser)."""
+    try:
+        number = convert(value)
+    except quantity.QuantityError as exc:
+        raise ScenarioError(path, str(exc)) from None
+    if number <= 0:
+        raise ScenarioError(path, "must be positive")
+    return number
+
+
 def parse_cpu(value: Any, path: str) -> int:
     """Kubernetes CPU quantity ("4", "500m", 2.5) to millicores."""
-    text = str(value).strip()
-    match = _CPU_RE.match(text)
-    if not match:
-        raise ScenarioError(path, f"{value!r} is not a CPU quantity (e.g. 4, 2.5 or 500m)")
-    number = float(match.group(1))
-    millicores = number if match.group(2) else number * 1000
-    if millicores <= 0:
-        raise ScenarioError(path, "must be positive")
-    return round(millicores)
+    return _quantity(value, path, quantity.cpu_millicores)
 
 
 def parse_memory(value: Any, path: str) -> int:
     """Kubernetes memory quantity ("8Gi", "512M", 1024) to bytes."""
-    text = str(value).strip()
-    match = _MEM_RE.match(text)
-    if not match:
-        raise ScenarioError(path, f"{value!r} is not a memory quantity (e.g. 8Gi or 512M)")
-    number = float(match.group(1)) * _MEM_FACTORS[match.group(2)]
-    if number <= 0:
-        raise ScenarioError(path, "must be positive")
-    return int(number)
+    return _quantity(value, path, quantity.memory_bytes)
 
 
 def _number(raw: Mapping[str, Any], key: str, path: str, *, low: float, high: float | None = None,

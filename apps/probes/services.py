@@ -683,7 +683,7 @@ def apply_retention(*, now: datetime | None = None) -> RetentionResult:
     rollup_cutoff = now - timedelta(days=settings.NETAWARE["ROLLUP_RETENTION_DAYS"])
     result = RetentionResult()
     ensure_partitions(start=now, end=now + timedelta(hours=2))
-    lock_timeout = float(settings.NETAWARE.get("RETENTION_LOCK_TIMEOUT_SECONDS", 10.0))
+    lock_timeout = float(settings.NETAWARE["RETENTION_LOCK_TIMEOUT_SECONDS"])
     for table in PARTITIONED_TABLES:
         for name, hour in hourly_partitions(table):
             if hour + timedelta(hours=1) > cutoff:

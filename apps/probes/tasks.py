@@ -51,7 +51,7 @@ def pull_metrics(self: Any) -> dict[str, Any]:
 
     On an unreachable, slow or partial Prometheus: mark the topology stale and retry with backoff.
     """
-    shards = int(settings.NETAWARE.get("PULL_SHARDS", 1))
+    shards = int(settings.NETAWARE["PULL_SHARDS"])
     if shards > 1:
         try:
             services.refresh_shard_nodes()

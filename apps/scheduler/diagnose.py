@@ -10,23 +10,18 @@ engine's ``explain()`` plus what only the extender knows (profile, node cache, t
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from django.db import DatabaseError, InterfaceError
 
+from apps.appgroups import validators
 from apps.scheduler.scoring.state import PodInfo
 from netaware_site import kube
 
 from . import selectors, wire
 from .scoring import engine
-
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 
 
 class DiagnoseError(Exception):
@@ -58,9 +53,9 @@ def parse_diagnose_query(params: Mapping[str, Any]) -> DiagnoseQuery:
             ns, _, nm = raw_pod.rpartition("/")
             namespace = ns or "default"
             name = nm
-            if not _DNS_LABEL.match(namespace) or len(namespace) > 63:
+            if validators.dns1123_label_error(namespace):
                 errors.setdefault("pod", []).append(f"namespace {namespace!r} is not a valid namespace name")
-            if not _DNS_SUBDOMAIN.match(name) or len(name) > 253:
+            if validators.dns1123_subdomain_error(name):
                 errors.setdefault("pod", []).append(f"pod name {name!r} is not a valid pod name")
     labels: dict[str, str] | None = None
     if raw_labels is not None:
@@ -70,7 +65,7 @@ def parse_diagnose_query(params: Mapping[str, Any]) -> DiagnoseQuery:
                 continue
             key, sep, value = part.partition("=")
             key, value = key.strip(), value.strip()
-            if not sep or not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value) or len(value) > 63:
+            if not sep or validators.label_key_error(key) or validators.label_value_error(value):
                 errors.setdefault("labels", []).append(f"{part!r} is not key=value with a valid label key and value")
                 continue
             labels[key] = value
@@ -158,16 +153,14 @@ def diagnose_pod(query: DiagnoseQuery) -> dict[str, Any]:
     except (DatabaseError, InterfaceError) as exc:
         raise DiagnoseError({"detail": f"the database is unavailable: {type(exc).__name__}: {exc}"},
                             status=503) from exc
-    wanted = query.profile or pod.annotations.get(wire.PROFILE_ANNOTATION, "")
     problems: list[str] = []
-    if query.profile and query.profile not in profiles:
-        raise DiagnoseError({"profile": [f"no profile named {query.profile!r}; have {sorted(profiles)}"]})
-    if wanted and wanted not in profiles:
-        problems.append(
-            f"annotation {wire.PROFILE_ANNOTATION}={wanted!r} names no profile; the default "
-            f"{default_profile!r} is used"
-        )
-    profile_name = wanted if wanted in profiles else default_profile
+    if query.profile:
+        if query.profile not in profiles:
+            raise DiagnoseError({"profile": [f"no profile named {query.profile!r}; have {sorted(profiles)}"]})
+        profile_name = query.profile
+    else:
+        profile_name, _, note = engine.choose_profile(pod, profiles, default_profile)
+        problems.extend([note] if note else [])
     diagnosis = engine.explain(state, pod)
     topology = state.topology
     if topology.size == 0:

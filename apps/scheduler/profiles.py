@@ -15,20 +15,23 @@ def _as_document(name: str, scorers: Any, filters: Any, params: Any) -> dict[str
     return {"name": name or "profile", "scorers": scorers, "filters": filters, "params": params}
 
 
-def validate_profile_fields(*, scorers: Any, filters: Any, params: Any) -> dict[str, list[str]]:
-    """Field errors ({"scorers": ["scorers[0].name: unknown scorer ..."]}), empty when valid."""
-    if filters is None:
-        filters = []
-    if params is None:
-        params = {}
+def profile_error(*, scorers: Any, filters: Any, params: Any) -> engine.ProfileError | None:
+    """The engine's verdict on these fields: None when valid, else the error naming its path."""
+    document = _as_document("profile", scorers, [] if filters is None else filters, {} if params is None else params)
     try:
-        engine.parse_profile(_as_document("profile", scorers, filters, params))
+        engine.parse_profile(document)
     except engine.ProfileError as exc:
-        top = exc.field.split(".")[0].split("[")[0]
-        if top not in ("scorers", "filters", "params"):
-            top = "non_field_errors"
-        return {top: [str(exc)]}
-    return {}
+        return exc
+    return None
+
+
+def validate_profile_fields(*, scorers: Any, filters: Any, params: Any) -> dict[str, list[str]]:
+    """Model field errors ({"scorers": ["scorers[0].name: unknown scorer ..."]}), empty when valid."""
+    error = profile_error(scorers=scorers, filters=filters, params=params)
+    if error is None:
+        return {}
+    top = error.field.split(".")[0].split("[")[0]
+    return {top if top in ("scorers", "filters", "params") else "non_field_errors": [str(error)]}
 
 
 def compile_profile(row: Any) -> engine.Profile:

@@ -50,14 +50,11 @@ from . import selectors, wire
 from .cache import BindRefused, CacheView, PodRecord, SchedulingCache, WorkloadKey
 from .decisionlog import DecisionLog
 from .scoring.common import resolve_in
+from .selectors import conf
 
 log = logging.getLogger(__name__)
 
 CHANGES_CHANNEL = "netaware:scheduler:changes"
-
-
-def conf(name: str, default: Any) -> Any:
-    return settings.NETAWARE.get(name, default)
 
 
 def notify_change(kind: str) -> None:
@@ -124,7 +121,7 @@ class Loader:
             gc.collect(1)
             gc.freeze()
         now = time.monotonic()
-        if force or now - self.usage_at >= float(conf("STATE_MAX_AGE_SECONDS", 15.0)):
+        if force or now - self.usage_at >= float(conf("STATE_MAX_AGE_SECONDS")):
             try:
                 cache.set_usage(node_usage(now=timezone.now()))
                 self.usage_at = now
@@ -178,9 +175,9 @@ class Loader:
         """The loader thread: wait for a notification or the poll interval, then check."""
         runtime = self.runtime
         listener = _ChangeListener()
-        interval = float(conf("STATE_DB_CHECK_SECONDS", 2.0))
+        interval = float(conf("STATE_DB_CHECK_SECONDS"))
         while not runtime.stop_event.is_set():
-            listener.wait(min(interval, float(conf("STATE_MAX_AGE_SECONDS", 15.0))), runtime.wake)
+            listener.wait(min(interval, float(conf("STATE_MAX_AGE_SECONDS"))), runtime.wake)
             runtime.wake.clear()
             if runtime.stop_event.is_set():
                 break
@@ -413,20 +410,20 @@ class LeaderElector:
 
 class ExtenderRuntime:
     def __init__(self, *, source: str | None = None, inline: bool | None = None) -> None:
-        chosen = source or conf("EXTENDER_SOURCE", "auto")
+        chosen = source or conf("EXTENDER_SOURCE")
         if chosen == "auto":
             chosen = "kubernetes" if kube.configured() else "database"
         if chosen not in ("kubernetes", "database"):
             raise ValueError(f"NETAWARE_EXTENDER_SOURCE must be auto, kubernetes or database, got {chosen!r}")
         self.source = chosen
-        self.inline = bool(conf("EXTENDER_INLINE", False)) if inline is None else inline
-        self.cache = SchedulingCache(scheduler_names=conf("SCHEDULER_NAMES", ("netaware-scheduler",)),
-                                     hotspot_window=float(conf("HOTSPOT_WINDOW_SECONDS", 300)),
-                                     plan_budget=float(conf("PLAN_BUDGET_MS", 50)) / 1000.0)
+        self.inline = bool(conf("EXTENDER_INLINE")) if inline is None else inline
+        self.cache = SchedulingCache(scheduler_names=conf("SCHEDULER_NAMES"),
+                                     hotspot_window=float(conf("HOTSPOT_WINDOW_SECONDS")),
+                                     plan_budget=float(conf("PLAN_BUDGET_MS")) / 1000.0)
         self.decisions = DecisionLog(
-            redis_client=selectors.redis_client, queue_max=int(conf("DECISION_QUEUE_MAX", 20000)),
-            buffer_max=int(conf("DECISION_BUFFER_MAX", 5000)), retention=int(conf("DECISION_RETENTION", 10000)),
-            use_queue=bool(conf("DECISION_QUEUE", True)),
+            redis_client=selectors.redis_client, queue_max=int(conf("DECISION_QUEUE_MAX")),
+            buffer_max=int(conf("DECISION_BUFFER_MAX")), retention=int(conf("DECISION_RETENTION")),
+            use_queue=bool(conf("DECISION_QUEUE")),
         )
         self.loader = Loader(self)
         self.placements = PlacementWriter(self)
@@ -452,21 +449,21 @@ class ExtenderRuntime:
             for path, informer in (("/api/v1/nodes", nodes), ("/api/v1/pods", pods)):
                 watch = ListWatch(path, on_list=informer.on_list, on_event=informer.on_event,
                                   on_error=informer.on_error, stop=self.stop_event,
-                                  watch_timeout=int(conf("WATCH_TIMEOUT_SECONDS", 300)),
-                                  resync_seconds=float(conf("RESYNC_SECONDS", 600.0)))
+                                  watch_timeout=int(conf("WATCH_TIMEOUT_SECONDS")),
+                                  resync_seconds=float(conf("RESYNC_SECONDS")))
                 self.informers.append(watch)
                 self.threads.append(watch.start(f"informer{path.replace('/', '-')}"))
         self.threads.append(_thread(self.loader.run, "loader"))
         self.threads.append(_thread(self.placements.run, "placements"))
         self.decisions.start()
-        if conf("EXTENDER_LEADER_ELECTION", False):
+        if conf("EXTENDER_LEADER_ELECTION"):
             self.elector = LeaderElector(
-                self, namespace=conf("KUBE_NAMESPACE", "netaware-system"),
-                name=conf("EXTENDER_LEASE_NAME", "netaware-extender"),
+                self, namespace=conf("KUBE_NAMESPACE"),
+                name=conf("EXTENDER_LEASE_NAME"),
                 identity=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
-                duration=float(conf("EXTENDER_LEASE_SECONDS", 15.0)),
-                renew_deadline=float(conf("EXTENDER_LEASE_SECONDS", 15.0)) * 2 / 3,
-                retry=float(conf("EXTENDER_LEASE_SECONDS", 15.0)) * 2 / 15,
+                duration=float(conf("EXTENDER_LEASE_SECONDS")),
+                renew_deadline=float(conf("EXTENDER_LEASE_SECONDS")) * 2 / 3,
+                retry=float(conf("EXTENDER_LEASE_SECONDS")) * 2 / 15,
             )
             self.threads.append(_thread(self.elector.run, "leader-election"))
         self.wake.set()

@@ -36,8 +36,10 @@ from .profiles import builtin_default_name, builtin_profiles, compile_profile
 log = logging.getLogger(__name__)
 
 
-def conf(name: str, default: Any) -> Any:
-    return settings.NETAWARE.get(name, default)
+def conf(name: str) -> Any:
+    """A NETAWARE setting. Defaults live only in settings.py (from the environment), never at the
+    call site, so they cannot drift apart; a missing key is a KeyError, not a silent default."""
+    return settings.NETAWARE[name]
 
 
 # --- Redis -----------------------------------------------------------------------------------
@@ -79,7 +81,7 @@ def requested_by_node() -> dict[str, tuple[int, int, int]]:
 
 
 def recent_bindings(*, now: datetime) -> dict[str, int]:
-    window = timedelta(seconds=conf("HOTSPOT_WINDOW_SECONDS", 300))
+    window = timedelta(seconds=conf("HOTSPOT_WINDOW_SECONDS"))
     rows = (
         Decision.objects.filter(verb=Verb.BIND, ts__gte=now - window, error="")
         .exclude(node="")

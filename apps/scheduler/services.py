@@ -28,14 +28,11 @@ from .choices import Verb
 from .models import Decision, ObservedPod, SchedulerProfile
 from .runtime import notify_change, runtime
 from .scoring import engine
+from .selectors import conf
 
 log = logging.getLogger(__name__)
 
 NEUTRAL_EXTENDER_SCORE = 5  # NEUTRAL_SCORE 50 on 0..100 -> 5 on kube-scheduler's 0..10
-
-
-def _conf(name: str, default: Any) -> Any:
-    return selectors.conf(name, default)
 
 
 # === decision log ==============================================================================
@@ -55,7 +52,7 @@ def log_decision(
     error: str = "",
 ) -> None:
     """Record one decision: appended in O(1); encoded and shipped by the decision log's thread."""
-    if not _conf("DECISION_LOG", True):
+    if not conf("DECISION_LOG"):
         return
     runtime().decisions.add({
         "ts": timezone.now().isoformat(),
@@ -92,8 +89,8 @@ def after_response() -> None:
 def drain_decisions(*, limit: int = 5000) -> int:
     """Move queued decisions from Redis into Postgres (batched, idempotent) and prune."""
     return decisionlog.drain(redis_client=selectors.redis_client(), limit=limit,
-                             retention=int(_conf("DECISION_RETENTION", 10000)),
-                             lock_seconds=float(_conf("DECISION_DRAIN_LOCK_SECONDS", 30.0)))
+                             retention=int(conf("DECISION_RETENTION")),
+                             lock_seconds=float(conf("DECISION_DRAIN_LOCK_SECONDS")))
 
 
 def flush_decisions() -> int:
@@ -132,7 +129,7 @@ class _Context:
             self.stale = (*self.stale, f"topology: {view.state.topology.stale_reason}")
         self.state: ClusterState = view.state if nodes is None else _with_node_objects(view.state, nodes)
         self.notes: list[str] = []
-        self.profile_name, self.profile, note = _pick_profile(view, pod)
+        self.profile_name, self.profile, note = engine.choose_profile(pod, view.profiles, view.default_profile)
         if note:
             self.notes.append(note)
 
@@ -167,18 +164,6 @@ def _with_node_objects(state: ClusterState, objects: Sequence[wire.NodeObject]) 
     return evolve(state, changed_nodes=changed, nodes=nodes)
 
 
-def _pick_profile(view: CacheView, pod: PodInfo) -> tuple[str, Any, str]:
-    profiles = view.profiles or engine.BUILTIN_PROFILES
-    default = view.default_profile if view.default_profile in profiles else engine.DEFAULT_PROFILE
-    wanted = pod.annotations.get(wire.PROFILE_ANNOTATION, "")
-    if wanted and wanted in profiles:
-        return wanted, profiles[wanted], ""
-    note = ""
-    if wanted:
-        note = f"profile {wanted!r} from annotation {wire.PROFILE_ANNOTATION} does not exist; using {default!r}"
-    return default, profiles.get(default) or engine.BUILTIN_PROFILES[engine.DEFAULT_PROFILE], note
-
-
 def _workload_label(value: Any) -> str:
     if not value:
         return ""
@@ -197,7 +182,7 @@ def _placed_in_group(state: ClusterState, workload: Any) -> int:
 
 
 def _memo() -> bool:
-    return bool(_conf("ENGINE_MEMO", True))
+    return bool(conf("ENGINE_MEMO"))
 
 
 # === filter =====================================================================================
@@ -268,7 +253,7 @@ def handle_bind(body: bytes, started: float) -> bytes:
     if not serving and rt.elector is not None and not rt.elector.leading:
         error, outcome = f"bind refused: {why}", "refused"
     else:
-        deadline = time.monotonic() + float(_conf("BIND_DEADLINE_SECONDS", 3.0))
+        deadline = time.monotonic() + float(conf("BIND_DEADLINE_SECONDS"))
         error, outcome = rt.bind(namespace=binding.pod_namespace, name=binding.pod_name, uid=binding.pod_uid,
                                  node=binding.node, deadline=deadline)
     metrics.BINDS.labels(outcome).inc()

@@ -17,4 +17,4 @@ def drain_decisions() -> int:
 @shared_task(name="scheduler.prune_decisions")
 def prune_decisions() -> int:
     """Keep only the newest NETAWARE["DECISION_RETENTION"] decisions (also pruned on insert)."""
-    return services.prune_decisions(keep=int(settings.NETAWARE.get("DECISION_RETENTION", 10000)))
+    return services.prune_decisions(keep=int(settings.NETAWARE["DECISION_RETENTION"]))

@@ -24,7 +24,6 @@ from apps.scheduler.scoring.state import NodeResources, PodInfo
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
-PROFILE_ANNOTATION = "netaware.io/profile"
 # Bandwidth requested as an extended resource (bits/s), the KEP's "networkAware.com/bandwidth".
 BANDWIDTH_RESOURCES = ("netaware.io/bandwidth", "networkAware.com/bandwidth")
 

@@ -21,6 +21,7 @@ from django.db import connection, models
 
 from .choices import NodeSource, SnapshotSource
 from .topomath import (
+    EXTREMA_FIELDS,
     Topology,
     decode_snapshot,
     decode_snapshot_arrays,
@@ -30,7 +31,6 @@ from .topomath import (
     snapshot_header_bytes,
 )
 
-_EXTREMA = ("min_latency", "max_latency", "min_bandwidth", "max_bandwidth", "min_lossrate", "max_lossrate")
 _DECIMALS = 4
 
 
@@ -133,8 +133,7 @@ class TopologySnapshot(models.Model):
         errors: dict[str, str] = {}
         if self.stale and not self.stale_reason:
             errors["stale_reason"] = "a stale snapshot needs a reason"
-        for lo, hi in (("min_latency", "max_latency"), ("min_bandwidth", "max_bandwidth"),
-                       ("min_lossrate", "max_lossrate")):
+        for lo, hi in zip(EXTREMA_FIELDS[::2], EXTREMA_FIELDS[1::2], strict=True):
             a, b = getattr(self, lo), getattr(self, hi)
             if a is not None and b is not None and a > b:
                 errors[lo] = f"must be <= {hi}"
@@ -153,7 +152,7 @@ class TopologySnapshot(models.Model):
     @staticmethod
     def extrema_fields(topology: Topology) -> dict[str, float | None]:
         out: dict[str, float | None] = {}
-        for name in _EXTREMA:
+        for name in EXTREMA_FIELDS:
             value = float(getattr(topology, name))
             out[name] = None if math.isnan(value) else round(value, _DECIMALS)
         return out
@@ -183,7 +182,7 @@ class TopologySnapshot(models.Model):
         self, nodes: tuple[str, ...], zones: tuple[str, ...], regions: tuple[str, ...], arrays: dict[str, np.ndarray]
     ) -> Topology:
         kwargs: dict[str, Any] = {"nodes": nodes, "zones": zones, "regions": regions, **arrays}
-        for name in _EXTREMA:
+        for name in EXTREMA_FIELDS:
             value = getattr(self, name)
             kwargs[name] = float("nan") if value is None else float(value)
         return Topology(

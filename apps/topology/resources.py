@@ -37,7 +37,7 @@ import orjson
 
 from apps import quantity
 
-from .topomath import Topology
+from .topomath import EXTREMA_FIELDS, EXTREMA_KEYS, Topology
 
 log = logging.getLogger(__name__)
 
@@ -115,14 +115,7 @@ def _nested_costs(costs: Any) -> dict[str, dict[str, float]]:
 
 def _extrema(topology: Topology) -> dict[str, float]:
     out: dict[str, float] = {}
-    for key, attr in (
-        ("minLatency", "min_latency"),
-        ("maxLatency", "max_latency"),
-        ("minBandwidth", "min_bandwidth"),
-        ("maxBandwidth", "max_bandwidth"),
-        ("minLossrate", "min_lossrate"),
-        ("maxLossrate", "max_lossrate"),
-    ):
+    for key, attr in zip(EXTREMA_KEYS, EXTREMA_FIELDS, strict=True):
         value = _clean(float(getattr(topology, attr)))
         if value is not None and value >= 0:
             out[key] = value

@@ -56,7 +56,7 @@ def _freshness(
         data_until=data_until.timestamp() if data_until is not None else None,
         source=source,
         flagged_reason=(stale_reason or "stale") if stale else "",
-        stale_after_seconds=float(settings.NETAWARE.get("STALE_AFTER_SECONDS", 600)),
+        stale_after_seconds=float(settings.NETAWARE["STALE_AFTER_SECONDS"]),
     )
 
 

@@ -29,6 +29,7 @@ from apps.probes.selectors import latest_pair_values
 from .choices import NodeSource, SnapshotSource
 from .models import Node, TopologySnapshot, nest_costs
 from .topomath import (
+    EXTREMA_KEYS,
     METRICS,
     NodeMeta,
     PairArrays,
@@ -45,12 +46,12 @@ API_VERSION = "netaware.io/v1alpha1"
 KIND = "NetworkTopology"
 _LOCK_KEY = 0x6E657461  # "neta": serialises snapshot version allocation
 _QUANTILE_SERIES = {0.5: PairSeries.RTT_P50.value, 0.9: PairSeries.RTT_P90.value, 0.99: PairSeries.RTT_P99.value}
-_SPEC_KEYS = {*METRICS, "minLatency", "maxLatency", "minBandwidth", "maxBandwidth", "minLossrate", "maxLossrate",
-              "nodes", "zones", "regions", "costs"}
+_SPEC_KEYS = {*METRICS, *EXTREMA_KEYS, "nodes", "zones", "regions", "costs"}
 
 
-def _config(name: str, default: Any) -> Any:
-    return settings.NETAWARE.get(name, default)
+def _config(name: str) -> Any:
+    """A NETAWARE setting; its default lives in settings.py only."""
+    return settings.NETAWARE[name]
 
 
 # --- nodes -----------------------------------------------------------------------------------------
@@ -175,7 +176,7 @@ def _store(
     cost_overrides: Mapping[str, Any] | None = None,
     fingerprint: str = "",
 ) -> TopologySnapshot:
-    keep = max(1, int(_config("TOPOLOGY_KEEP_SNAPSHOTS", 20)))
+    keep = max(1, int(_config("TOPOLOGY_KEEP_SNAPSHOTS")))
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_LOCK_KEY])
@@ -226,8 +227,8 @@ def rebuild_topology(*, now: datetime | None = None) -> TopologySnapshot | None:
     """
 
     now = now or timezone.now()
-    quantile = float(_config("LATENCY_QUANTILE", 0.9))
-    stale_after = float(_config("STALE_AFTER_SECONDS", 600))
+    quantile = float(_config("LATENCY_QUANTILE"))
+    stale_after = float(_config("STALE_AFTER_SECONDS"))
     lookback = max(3 * stale_after, 3600.0)
     series = [latency_series(quantile), PairSeries.BANDWIDTH.value, PairSeries.LOSS.value]
     data = latest_pair_values(series=series, since=now - timedelta(seconds=lookback))
@@ -452,5 +453,5 @@ def import_topology(*, document: dict) -> TopologySnapshot:
             ignore_conflicts=True,
         )
         return _store(topology=topology, source=SnapshotSource.IMPORTED,
-                      quantile=float(_config("LATENCY_QUANTILE", 0.9)), data_until=now,
+                      quantile=float(_config("LATENCY_QUANTILE")), data_until=now,
                       cost_overrides=overrides)

@@ -31,8 +31,9 @@ SAME_ZONE_COST = 1.0
 UNKNOWN_COST = 100.0
 
 METRICS = ("latency", "bandwidth", "lossrate")
+# The six extrema, (min, max) per metric: document keys and the matching attribute/column names.
 EXTREMA_KEYS = ("minLatency", "maxLatency", "minBandwidth", "maxBandwidth", "minLossrate", "maxLossrate")
-_EXTREMA_FIELDS = ("min_latency", "max_latency", "min_bandwidth", "max_bandwidth", "min_lossrate", "max_lossrate")
+EXTREMA_FIELDS = ("min_latency", "max_latency", "min_bandwidth", "max_bandwidth", "min_lossrate", "max_lossrate")
 
 
 def short_repr(value: object) -> str:
@@ -461,7 +462,7 @@ def nested_maps(topology: Topology, *, decimals: int = 4) -> dict[str, Any]:
             cols = np.flatnonzero(known[i])
             per_metric[str(names[i])] = dict(zip(names[cols].tolist(), rounded[i, cols].tolist(), strict=True))
         out[key] = per_metric
-    for key, attr in zip(EXTREMA_KEYS, _EXTREMA_FIELDS, strict=True):
+    for key, attr in zip(EXTREMA_KEYS, EXTREMA_FIELDS, strict=True):
         value = _clean(float(getattr(topology, attr)))
         out[key] = None if value is None else round(value, decimals)
     return out
@@ -546,7 +547,7 @@ def topology_from_nested(
             errors[_join(path, key)] = f"must be a number >= 0, got {short_repr(value)}"
         else:
             given[key] = float(value)
-    for lo, hi in (("minLatency", "maxLatency"), ("minBandwidth", "maxBandwidth"), ("minLossrate", "maxLossrate")):
+    for lo, hi in zip(EXTREMA_KEYS[::2], EXTREMA_KEYS[1::2], strict=True):
         if lo in given and hi in given and given[lo] > given[hi]:
             errors[_join(path, lo)] = f"must be <= {hi} ({given[hi]:g}), got {given[lo]:g}"
     if errors:
@@ -570,7 +571,7 @@ def topology_from_nested(
         raise TopologyDocumentError({_join(path, "costs"): str(exc)}) from exc
     if not given:
         return topology
-    updates = {attr: given[key] for key, attr in zip(EXTREMA_KEYS, _EXTREMA_FIELDS, strict=True) if key in given}
+    updates = {attr: given[key] for key, attr in zip(EXTREMA_KEYS, EXTREMA_FIELDS, strict=True) if key in given}
     return replace_extrema(topology, **updates)
 
 

@@ -1,7 +1,7 @@
 """AppGroup API: nested CRUD, resource import/export, placements and topological order.
 
 Views stay thin: conversion lives in resources.py, writes in services.py, reads in selectors.py.
-Every 400 is a flat object of field path -> messages (``workloads[1].dependencies[0].target``).
+Every 400 leaves through netaware_site.parsers' handler: {"detail", "errors": {field path: messages}}.
 """
 
 from __future__ import annotations
@@ -10,80 +10,21 @@ from collections.abc import Mapping
 from typing import Any
 
 import yaml
-from django.conf import settings
 from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, parsers, renderers, status, viewsets
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import exceptions, renderers, viewsets
 from rest_framework.decorators import action
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.yamlsafe import UnsafeYAMLError, load_yaml
-from netaware_site.parsers import JSONParser as SafeJSONParser
+from netaware_site.parsers import BODY
 
 from .. import resources, selectors, services, toposort
 from ..filtersets import AppGroupFilterSet, PlacementFilterSet
 from ..models import AppGroup, Placement
 from .serializers import AppGroupSerializer, PlacementSerializer, TopologyOrderSerializer
-
-YAML_MEDIA_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
-
-
-def flatten_errors(detail: Any, prefix: str = "") -> dict[str, list[str]]:
-    """DRF's nested error structure as {"workloads[1].dependencies[0].target": [...]}."""
-    result: dict[str, list[str]] = {}
-    if isinstance(detail, Mapping):
-        for raw_key, value in detail.items():
-            # ListSerializer reports item errors as {index: {...}}: render them as [index].
-            key = f"[{raw_key}]" if isinstance(raw_key, int) or str(raw_key).isdigit() else str(raw_key)
-            if key == "non_field_errors" and prefix:
-                path = prefix
-            elif key.startswith("[") or not prefix:
-                path = f"{prefix}{key}"
-            else:
-                path = f"{prefix}.{key}"
-            for sub_key, messages in flatten_errors(value, path).items():
-                result.setdefault(sub_key, []).extend(messages)
-    elif isinstance(detail, list | tuple):
-        if all(not isinstance(item, Mapping | list | tuple) for item in detail):
-            if detail:
-                result.setdefault(prefix or "non_field_errors", []).extend(str(item) for item in detail)
-        else:
-            for index, item in enumerate(detail):
-                if item:
-                    for sub_key, messages in flatten_errors(item, f"{prefix}[{index}]").items():
-                        result.setdefault(sub_key, []).extend(messages)
-    else:
-        result.setdefault(prefix or "non_field_errors", []).append(str(detail))
-    return result
-
-
-class YAMLParser(parsers.BaseParser):
-    media_type = "application/yaml"
-
-    def parse(self, stream, media_type=None, parser_context=None):  # type: ignore[no-untyped-def]
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        body = stream.read(limit + 1 if limit else -1) if stream is not None else b""
-        try:
-            loaded = load_yaml(body, max_bytes=limit, multi=True)
-        except UnsafeYAMLError as exc:
-            raise exceptions.ParseError(str(exc)) from None
-        except yaml.YAMLError as exc:
-            raise exceptions.ParseError(f"YAML parse error: {exc}") from None
-        documents = [doc for doc in loaded if doc is not None]
-        if len(documents) != 1:
-            raise exceptions.ParseError(f"expected exactly one YAML document, got {len(documents)}")
-        return documents[0]
-
-
-class AltYAMLParser(YAMLParser):
-    media_type = "application/x-yaml"
-
-
-class TextYAMLParser(YAMLParser):
-    media_type = "text/yaml"
 
 
 def plain_data(data: Any) -> Any:
@@ -124,15 +65,8 @@ class ExportNegotiation(DefaultContentNegotiation):
         return super().select_renderer(request, renderers, format_suffix)
 
 
-class FlatErrorsMixin:
-    def handle_exception(self, exc: Exception) -> Response:
-        if isinstance(exc, exceptions.ValidationError):
-            return Response(flatten_errors(exc.detail), status=status.HTTP_400_BAD_REQUEST)
-        return super().handle_exception(exc)  # type: ignore[misc]
-
-
 @extend_schema(tags=["appgroups"])
-class AppGroupViewSet(FlatErrorsMixin, viewsets.ModelViewSet):
+class AppGroupViewSet(viewsets.ModelViewSet):
     serializer_class = AppGroupSerializer
     filterset_class = AppGroupFilterSet
     http_method_names = ["get", "post", "put", "delete", "head", "options"]
@@ -146,33 +80,20 @@ class AppGroupViewSet(FlatErrorsMixin, viewsets.ModelViewSet):
     @extend_schema(
         summary="Import an AppGroup resource (ours or scheduler-plugins'), upsert by namespace/name",
         request={"application/json": OpenApiTypes.OBJECT, "application/yaml": OpenApiTypes.OBJECT},
-        responses={
-            200: AppGroupSerializer,
-            201: AppGroupSerializer,
-            400: OpenApiResponse(description="field errors"),
-        },
+        responses={200: AppGroupSerializer, 201: AppGroupSerializer},
     )
-    @action(
-        detail=False,
-        methods=["post"],
-        url_path="import",
-        parser_classes=[SafeJSONParser, YAMLParser, AltYAMLParser, TextYAMLParser],
-    )
+    @action(detail=False, methods=["post"], url_path="import")
     def import_resource(self, request: Request) -> Response:
         document = request.data
         if not isinstance(document, Mapping):
-            return Response(
-                {"non_field_errors": ["the body must be one resource document (an object)"]}, status=400
-            )
+            raise exceptions.ValidationError({BODY: ["the body must be one resource document (an object)"]})
         try:
             with transaction.atomic():
                 spec = resources.spec_from_resource(document)
                 existed = AppGroup.objects.filter(namespace=spec.namespace, name=spec.name).exists()
                 appgroup = services.import_resource(document=document, origin="netaware")
-        except resources.ResourceError as exc:
-            return Response({exc.field_path or "non_field_errors": [exc.message]}, status=400)
-        except services.AppGroupValidationError as exc:
-            return Response(exc.errors, status=400)
+        except (resources.ResourceError, services.AppGroupValidationError) as exc:
+            raise exceptions.ValidationError(services.document_errors(exc)) from None
         appgroup = selectors.appgroups_with_graph().get(pk=appgroup.pk)
         return Response(AppGroupSerializer(appgroup).data, status=200 if existed else 201)
 

@@ -28,7 +28,7 @@ from apps.scheduler.models import ObservedPod
 from apps.topology.models import Node
 
 from ..appgroup_figures import graph_figure, placement_scores
-from ..forms import AppGroupYAMLForm, document_yaml, resource_path
+from ..forms import AppGroupYAMLForm, document_yaml
 from ..overlaps import overlapping_appgroups
 from .common import data_response, error_response
 
@@ -147,17 +147,6 @@ def _document(request) -> tuple[dict[str, Any] | None, str]:  # type: ignore[no-
     return document, ""
 
 
-def _errors(exc: Exception) -> dict[str, list[str]]:
-    """Field errors keyed by resource paths (spec.workloads[0].weight), whichever layer found them."""
-    if isinstance(exc, resources.ResourceError):
-        return {exc.field_path: [exc.message]}
-    assert isinstance(exc, services.AppGroupValidationError)
-    out: dict[str, list[str]] = {}
-    for path, messages_ in exc.errors.items():
-        out.setdefault(resource_path(path), []).extend(messages_)
-    return out
-
-
 def _preview(spec) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     order = resources.topology_order(spec)
     return {"order": list(order.order), "cyclic": bool(getattr(order, "cyclic", False)),
@@ -176,7 +165,7 @@ def appgroup_validate(request):  # type: ignore[no-untyped-def]
     try:
         spec = services.validate_resource(document=document, appgroup=appgroup)
     except (resources.ResourceError, services.AppGroupValidationError) as exc:
-        errors = _errors(exc)
+        errors = services.document_errors(exc)
         try:  # a preview of the graph even while, e.g., a name clashes
             preview = _preview(resources.spec_from_resource(document))
         except resources.ResourceError:
@@ -211,13 +200,9 @@ def _save(request, appgroup: AppGroup | None):  # type: ignore[no-untyped-def]
     if document is None:
         return error_response(problem)
     try:
-        spec = resources.spec_from_resource(document)
-        annotations = (document.get("metadata") or {}).get("annotations") or {}
-        description = annotations.get(services.DESCRIPTION_ANNOTATION) if isinstance(annotations, dict) else None
-        saved = services.save_appgroup(spec=spec, appgroup=appgroup, create_only=appgroup is None,
-                                       description=description if isinstance(description, str) else "")
+        saved = services.import_resource(document=document, appgroup=appgroup, create_only=appgroup is None)
     except (resources.ResourceError, services.AppGroupValidationError) as exc:
-        return data_response(request, None, {"valid": False, "errors": _errors(exc)}, status=400)
+        return data_response(request, None, {"valid": False, "errors": services.document_errors(exc)}, status=400)
     messages.success(request, f"{'Saved' if appgroup else 'Created'} {saved}.")
     return data_response(request, None, {"valid": True, "id": saved.pk,
                                          "url": reverse("dashboard-appgroup-detail", kwargs={"pk": saved.pk})},

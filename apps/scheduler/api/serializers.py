@@ -8,7 +8,7 @@ from typing import Any
 from rest_framework import serializers
 
 from ..models import Decision, SchedulerProfile
-from ..profiles import validate_profile_fields
+from ..profiles import profile_error
 from ..services import decision_breakdown_by_node
 
 
@@ -42,9 +42,9 @@ class SchedulerProfileSerializer(serializers.ModelSerializer):
         scorers = attrs.get("scorers", instance.scorers if instance else [])
         filters = attrs.get("filters", instance.filters if instance else [])
         params = attrs.get("params", instance.params if instance else {})
-        errors = validate_profile_fields(scorers=scorers, filters=filters, params=params)
-        if errors:
-            raise serializers.ValidationError(errors)
+        error = profile_error(scorers=scorers, filters=filters, params=params)
+        if error is not None:
+            raise serializers.ValidationError({error.field or "non_field_errors": [error.message]})
         return attrs
 
 

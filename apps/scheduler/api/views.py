@@ -63,17 +63,15 @@ class DiagnoseView(APIView):
             OpenApiParameter("labels", str, description="k=v,k2=v2: the pod's labels (overrides, or for an unknown pod)"),
             OpenApiParameter("profile", str, description="explain under this profile instead of the pod's"),
         ],
-        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT,
                    503: OpenApiTypes.OBJECT},
         description="Why would every node score 0 or neutral for this pod?",
     )
     def get(self, request: Request) -> Response:
         try:
-            query = parse_diagnose_query(request.query_params)
+            report = diagnose_pod(parse_diagnose_query(request.query_params))
         except DiagnoseError as exc:
-            raise ValidationError(exc.errors) from exc
-        try:
-            report = diagnose_pod(query)
-        except DiagnoseError as exc:
+            if exc.status == status.HTTP_400_BAD_REQUEST:
+                raise ValidationError(exc.errors) from exc
             return Response(exc.errors, status=exc.status)
         return Response(report, status=status.HTTP_200_OK)

@@ -19,6 +19,7 @@ from .state import ClusterState, PodInfo
 
 __all__ = ["lookup"]
 
+# kube-scheduler's framework.MaxNodeScore (default_plugins.py uses it as an integer, as Go does).
 MAX_NODE_SCORE = 100.0
 # Score every scorer gives when it has nothing to say (pod in no AppGroup, missing metrics,
 # unknown node). Mid-scale so that it neither attracts nor repels compared with measured nodes.

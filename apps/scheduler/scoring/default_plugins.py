@@ -30,10 +30,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import common
+from .common import MAX_EXTENDER_PRIORITY
 from .state import ClusterState, NodeResources, PodInfo
 
-MAX_NODE_SCORE = 100
-MAX_EXTENDER_PRIORITY = 10
+# kube-scheduler's plugins compute in int64: the same bound, as an integer.
+MAX_NODE_SCORE = int(common.MAX_NODE_SCORE)
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 DEFAULT_MAX_PODS = 110

@@ -609,16 +609,24 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
     }
 
 
+def choose_profile(pod: PodInfo, profiles: Mapping[str, Profile] | None = None,
+                   default: str = DEFAULT_PROFILE) -> tuple[str, Profile, str]:
+    """(name, profile, note): the profile the pod's ``netaware.io/profile`` annotation names, else
+    the default (the built-in default when that is missing too); the note says why a named one
+    was not used. The extender, its decision log and diagnose all choose here."""
+    available = profiles or BUILTIN_PROFILES
+    wanted = pod.annotations.get(PROFILE_ANNOTATION, "")
+    if wanted and wanted in available:
+        return wanted, available[wanted], ""
+    name = default if default in available else DEFAULT_PROFILE
+    note = f"annotation {PROFILE_ANNOTATION}={wanted!r} names no profile; the default {name!r} is used" if wanted else ""
+    return name, available.get(name) or BUILTIN_PROFILES[DEFAULT_PROFILE], note
+
+
 def select_profile(pod: PodInfo, profiles: Mapping[str, Profile] | None = None,
                    default: str = DEFAULT_PROFILE) -> Profile:
     """The profile the pod's ``netaware.io/profile`` annotation names, else the default."""
-    available = profiles if profiles is not None else BUILTIN_PROFILES
-    wanted = pod.annotations.get(PROFILE_ANNOTATION, "")
-    if wanted in available:
-        return available[wanted]
-    if default in available:
-        return available[default]
-    return BUILTIN_PROFILES[DEFAULT_PROFILE]
+    return choose_profile(pod, profiles, default)[1]
 
 
 # ---------------------------------------------------------------- running

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from apps.topology.topomath import Topology
+from apps.topology.topomath import EXTREMA_FIELDS, Topology
 
 if TYPE_CHECKING:
     from .state import NodeResources, NodeUsage
@@ -82,8 +82,7 @@ def _offdiag_extrema(arr: np.ndarray) -> tuple[float, float]:
 
 def topology_extrema(topology: Topology) -> Extrema:
     """The topology's six extrema; any that are NaN are recomputed from off-diagonal pairs."""
-    got = [topology.min_latency, topology.max_latency, topology.min_bandwidth, topology.max_bandwidth,
-           topology.min_lossrate, topology.max_lossrate]
+    got = [getattr(topology, name) for name in EXTREMA_FIELDS]
     if all(np.isfinite(v) for v in got):
         return Extrema(*got)
     lat = _offdiag_extrema(topology.latency_ms)

@@ -5,20 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-import yaml
-from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import ParseError
-from rest_framework.parsers import BaseParser
+from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
-
-from apps.yamlsafe import UnsafeYAMLError, load_yaml
-from netaware_site.parsers import JSONParser as SafeJSONParser
 
 from .. import selectors, services
 from ..filtersets import NodeFilterSet, TopologySnapshotFilterSet
@@ -44,27 +38,6 @@ class ORJSONRenderer(BaseRenderer):
         return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS)
 
 
-class YAMLParser(BaseParser):
-    media_type = "application/yaml"
-
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        try:
-            return load_yaml(stream.read(limit + 1 if limit else -1), max_bytes=limit)
-        except UnsafeYAMLError as exc:
-            raise ParseError(str(exc)) from None
-        except yaml.YAMLError as exc:
-            raise ParseError(f"YAML parse error - {exc}") from exc
-
-
-class XYAMLParser(YAMLParser):
-    media_type = "application/x-yaml"
-
-
-class TextYAMLParser(YAMLParser):
-    media_type = "text/yaml"
-
-
 _RENDERERS = [ORJSONRenderer, BrowsableAPIRenderer]
 _NOT_FOUND = {"detail": "No NetworkTopology yet: wait for the first rebuild (every 60 s) or POST one to "
                         "/api/topology/import."}
@@ -87,20 +60,17 @@ class CurrentTopologyView(APIView):
 class ImportTopologyView(APIView):
     renderer_classes = _RENDERERS
     write_permissions = ("topology.add_topologysnapshot",)
-    parser_classes = [SafeJSONParser, YAMLParser, XYAMLParser, TextYAMLParser]
 
     @extend_schema(
         summary="Import a user-defined NetworkTopology (JSON or YAML; a full document or its spec)",
         request={"application/json": OpenApiTypes.OBJECT, "application/yaml": OpenApiTypes.OBJECT},
-        responses={201: NetworkTopologySerializer,
-                   400: OpenApiResponse(ErrorSerializer, description="field path -> message")},
+        responses={201: NetworkTopologySerializer},
     )
     def post(self, request: Request) -> Response:
         try:
             snapshot = services.import_topology(document=request.data)
         except TopologyDocumentError as exc:
-            return Response({"detail": "invalid NetworkTopology document", "errors": exc.errors},
-                            status=status.HTTP_400_BAD_REQUEST)
+            raise ValidationError({path: [message] for path, message in exc.errors.items()}) from None
         return Response(selectors.topology_document(snapshot=snapshot), status=status.HTTP_201_CREATED)
 
 
