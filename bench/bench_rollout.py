@@ -138,13 +138,19 @@ def main() -> None:
         if not args.no_trivial:
             trivial_api = _cluster.start_api(procs, objects, "api-trivial")
             tport = _cluster.free_port()
-            procs.start("trivial", [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1",
+            trivial_proc = procs.start("trivial", [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1",
                                     "--port", str(tport), "--workers", "1", "--blocking-threads", "32",
                                     "--log-level", "warning", "bench.trivial_extender:application"],
                         dict(os.environ), tport)
+            trivial_tree = _cluster.process_tree(trivial_proc.pid)
+            trivial_cpu = _cluster.cpu_seconds(trivial_tree)
             trivial, trivial_driver_cpu = drive(trivial_api, ExtenderConfig(url=f"http://127.0.0.1:{tport}/scheduler", bind_verb=""),
                                args.seed, args.bind_parallelism)
+            trivial_cpu = _cluster.cpu_seconds(_cluster.process_tree(trivial_proc.pid)) - trivial_cpu
             out.update(trivial_pods_per_s=round(trivial.pods_per_s, 1),
+                       trivial_cpu_ms_per_pod=round(trivial_cpu * 1000 / max(1, len(trivial.scheduled)), 3),
+                       trivial_filter_client_p50_ms=round(percentile(trivial.filter.client_ms, 50), 3),
+                       trivial_prioritize_client_p50_ms=round(percentile(trivial.prioritize.client_ms, 50), 3),
                        trivial_driver_cpu_ms_per_pod=round(trivial_driver_cpu, 3),
                        trivial_pods_bound=len(trivial.scheduled),
                        ratio=round(result.pods_per_s / trivial.pods_per_s, 3) if trivial.pods_per_s else None)
