@@ -55,7 +55,7 @@ def test_bad_pods_still_fail_after_a_good_one_with_the_same_identity():
         parse(broken)
 
 
-@pytest.mark.parametrize("scores", [[0, 10, 5, 7], [3, 3, 3, 3], [11, -1, 0, 2]])
+@pytest.mark.parametrize("scores", [[0, 10, 5, 7], [3, 3, 3, 3], [0, 11, 3, 4], [11, -1, 0, 2]])
 def test_prioritize_result_is_the_exact_host_priority_list(scores):
     hosts = ["n-1", 'quote"node', "ünïcode", "n-1/2"]
     expected = orjson.dumps([{"Host": h, "Score": s} for h, s in zip(hosts, scores, strict=True)])

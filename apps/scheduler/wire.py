@@ -464,6 +464,7 @@ def filter_error(error: str) -> bytes:
 
 
 _SCORE_SUFFIX = [b"%d}" % i for i in range(11)]
+_SCORE_SUFFIX_COMMA = [b"%d}," % i for i in range(11)]
 
 
 def _host_prefix(host: str) -> bytes:
@@ -481,12 +482,17 @@ def prioritize_result(hosts: Sequence[str], scores: Sequence[int], caches: WireC
     if not hosts:
         return b"[]"
     if caches is not None and isinstance(scores, list) and min(scores) >= 0:
-        # ints 0..10 from ndarray.tolist() and hosts seen before: one join over C-level maps.
+        # ints 0..10 from ndarray.tolist() and hosts seen before: prefixes and '<score>},' suffixes
+        # interleaved by C-level slice assignment, one join (no per-host Python bytecode).
         try:
-            return b"[" + b",".join(map(bytes.__add__, map(caches.hosts.__getitem__, hosts),
-                                        map(_SCORE_SUFFIX.__getitem__, scores))) + b"]"
-        except (KeyError, IndexError, TypeError):  # a new host, a score > 10, a non-int: slow path
+            parts: list[bytes] = [b""] * (2 * len(hosts))
+            parts[0::2] = map(caches.hosts.__getitem__, hosts)
+            parts[1::2] = map(_SCORE_SUFFIX_COMMA.__getitem__, scores)
+        except (KeyError, IndexError, TypeError, ValueError):  # a new host, a score > 10, a non-int
             pass
+        else:
+            parts[-1] = parts[-1][:-1]
+            return b"[" + b"".join(parts) + b"]"
     prefix = caches.host_prefix if caches is not None else _host_prefix
     values = [int(s) for s in scores]
     return b"[" + b",".join([prefix(h) + _score_suffix(s) for h, s in zip(hosts, values, strict=True)]) + b"]"
