@@ -24,7 +24,8 @@ cluster, for the ratio.
 Prints a table, or with ``--json`` one JSON object: pods_per_s, trivial_pods_per_s, ratio,
 filter_p50_ms/filter_p99_ms and prioritize_p50_ms/prioritize_p99_ms (server-side, from the
 extender's Server-Timing, during the rollout), bind_p50_ms (client-side), cpu_ms_per_pod and rss_mib
-of the extender process, pods_bound, bindings_seen_by_api.
+(rss_peak_mib: the high-water mark, start-up included) of the extender process, pods_bound,
+bindings_seen_by_api; and for the trivial run its pods/s, CPU ms per pod and client-side p50s.
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ def main() -> None:
         cpu = _cluster.cpu_seconds(_cluster.process_tree(extender.pid)) - cpu_before
         api_cpu = _cluster.cpu_seconds(_cluster.process_tree(procs.procs[0].pid)) - api_cpu
         rss = max(_cluster.rss_mib(pid)[0] for pid in _cluster.process_tree(extender.pid))
+        rss_peak = max(_cluster.rss_mib(pid)[1] for pid in _cluster.process_tree(extender.pid))
         out.update(
             pods_per_s=round(result.pods_per_s, 1),
             filter_p50_ms=round(percentile(result.filter.server_ms, 50), 3),
@@ -128,6 +130,7 @@ def main() -> None:
             api_cpu_ms_per_pod=round(api_cpu * 1000 / max(1, len(result.scheduled)), 3),
             rss_mib=round(rss, 1),
             rss_ready_mib=round(rss_ready, 1),
+            rss_peak_mib=round(rss_peak, 1),
             pods_bound=len(result.scheduled),
             bindings_seen_by_api=bound_in_api(api_url, pod_names),
             unschedulable=len(result.unschedulable),
@@ -138,13 +141,19 @@ def main() -> None:
         if not args.no_trivial:
             trivial_api = _cluster.start_api(procs, objects, "api-trivial")
             tport = _cluster.free_port()
-            procs.start("trivial", [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1",
+            trivial_proc = procs.start("trivial", [sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1",
                                     "--port", str(tport), "--workers", "1", "--blocking-threads", "32",
                                     "--log-level", "warning", "bench.trivial_extender:application"],
                         dict(os.environ), tport)
+            trivial_tree = _cluster.process_tree(trivial_proc.pid)
+            trivial_cpu = _cluster.cpu_seconds(trivial_tree)
             trivial, trivial_driver_cpu = drive(trivial_api, ExtenderConfig(url=f"http://127.0.0.1:{tport}/scheduler", bind_verb=""),
                                args.seed, args.bind_parallelism)
+            trivial_cpu = _cluster.cpu_seconds(_cluster.process_tree(trivial_proc.pid)) - trivial_cpu
             out.update(trivial_pods_per_s=round(trivial.pods_per_s, 1),
+                       trivial_cpu_ms_per_pod=round(trivial_cpu * 1000 / max(1, len(trivial.scheduled)), 3),
+                       trivial_filter_client_p50_ms=round(percentile(trivial.filter.client_ms, 50), 3),
+                       trivial_prioritize_client_p50_ms=round(percentile(trivial.prioritize.client_ms, 50), 3),
                        trivial_driver_cpu_ms_per_pod=round(trivial_driver_cpu, 3),
                        trivial_pods_bound=len(trivial.scheduled),
                        ratio=round(result.pods_per_s / trivial.pods_per_s, 3) if trivial.pods_per_s else None)

@@ -1,6 +1,7 @@
-"""filter and prioritize of one pod carry the same v1.Pod: its parse is reused, but only while
-every field the parse reads is unchanged (a resent uid/resourceVersion with other content is
-parsed again), and the prioritize answer is the exact HostPriorityList JSON."""
+"""filter and prioritize of one pod carry the same v1.Pod: its parse is reused (through the
+extender runtime's WireCaches, no module state), but only while every field the parse reads is
+unchanged (a resent uid/resourceVersion with other content is parsed again), and the prioritize
+answer is the exact HostPriorityList JSON with or without the caches."""
 
 from __future__ import annotations
 
@@ -12,15 +13,20 @@ import pytest
 from apps.scheduler import wire
 from tests.support.extender_wire import extender_args, k8s_pod
 
+CACHES = wire.WireCaches()
 
-def parse(pod: dict) -> wire.PodInfo:
-    return wire.parse_extender_args(orjson.dumps(extender_args(pod, node_names=["n-1"]))).pod
+
+def parse(pod: dict, caches: wire.WireCaches | None = CACHES) -> wire.PodInfo:
+    return wire.parse_extender_args(orjson.dumps(extender_args(pod, node_names=["n-1"])), caches).pod
 
 
 def test_the_same_pod_is_parsed_once_and_changes_are_seen():
     pod = k8s_pod("cart-0", namespace="shop", labels={"app": "cart"}, cpu="250m", uid="uid-reuse-1")
     first = parse(pod)
     assert parse(copy.deepcopy(pod)) is first  # filter, then prioritize of the same pod
+    assert parse(copy.deepcopy(pod), None) is not first  # no caches: parsed again, to the same value
+    assert parse(copy.deepcopy(pod), None) == first
+    assert parse(copy.deepcopy(pod), wire.WireCaches()) is not first  # caches belong to their owner
 
     relabeled = copy.deepcopy(pod)
     relabeled["metadata"]["labels"]["app"] = "checkout"
@@ -49,10 +55,27 @@ def test_bad_pods_still_fail_after_a_good_one_with_the_same_identity():
         parse(broken)
 
 
-@pytest.mark.parametrize("scores", [[0, 10, 5, 7], [3, 3, 3, 3], [11, -1, 0, 2]])
+@pytest.mark.parametrize("scores", [[0, 10, 5, 7], [3, 3, 3, 3], [0, 11, 3, 4], [11, -1, 0, 2]])
 def test_prioritize_result_is_the_exact_host_priority_list(scores):
     hosts = ["n-1", 'quote"node', "ünïcode", "n-1/2"]
-    answer = wire.prioritize_result(hosts, scores)
-    assert orjson.loads(answer) == [{"Host": h, "Score": s} for h, s in zip(hosts, scores, strict=True)]
-    assert answer == orjson.dumps([{"Host": h, "Score": s} for h, s in zip(hosts, scores, strict=True)])
+    expected = orjson.dumps([{"Host": h, "Score": s} for h, s in zip(hosts, scores, strict=True)])
+    caches = wire.WireCaches(hosts_max=3)
+    # No caches; caches filled on the way (first call) and full (second); a bound that forces clearing.
+    for answer in (wire.prioritize_result(hosts, scores), wire.prioritize_result(hosts, scores, CACHES),
+                   wire.prioritize_result(hosts, scores, CACHES), wire.prioritize_result(hosts, scores, caches)):
+        assert answer == expected
+    assert len(caches.hosts) <= 3
     assert wire.prioritize_result([], []) == b"[]"
+
+
+def test_node_objects_are_reused_only_at_the_same_resource_version():
+    caches = wire.WireCaches()
+    node = {"metadata": {"name": "n-1", "resourceVersion": "7", "labels": {"topology.kubernetes.io/zone": "a"}},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}}}
+    first = wire.parse_node(node, "node", caches)
+    assert wire.parse_node(copy.deepcopy(node), "node", caches).resources is first.resources
+    assert wire.parse_node(copy.deepcopy(node), "node").resources == first.resources
+    resized = copy.deepcopy(node)
+    resized["metadata"]["resourceVersion"] = "8"
+    resized["status"]["allocatable"]["cpu"] = "8"
+    assert wire.parse_node(resized, "node", caches).resources.allocatable_cpu_millicores == 8000

@@ -273,3 +273,49 @@ def test_memo_is_bounded(base):
         pod = PodInfo("default", f"cart-{i}", uid=str(i), labels=pod_labels("cart"))
         engine.run_filters(state, pod, _random_candidates(rng, state), profile)
     assert 0 < len(state.memo) <= limit
+
+
+def test_placement_positions_are_shared_only_between_identical_placements(base):
+    """A topology's placement memo (network terms of every replica of a rollout reuse it) answers
+    like a fresh computation for every placement tuple, an extra pod or a node the topology does
+    not know changes the answer, what it hands out is read-only, and it stays bounded."""
+    from apps.scheduler.scoring import indexes, network_score
+    from apps.scheduler.scoring.common import resolve_workload
+
+    vectors = base.indexes.vectors
+    index = base.topology.index
+    rng = random.Random(9)
+    pool = [*base.topology.nodes[:12], UNMEASURED, *GHOSTS]
+    for _ in range(300):
+        nodes = tuple(rng.choice(pool) for _ in range(rng.randint(0, 8)))
+        got = vectors.placed(nodes)
+        known = [index[n] for n in nodes if n in index]
+        want_pos, want_counts = (np.unique(known, return_counts=True) if known
+                                 else (np.zeros(0, dtype=np.int64), np.zeros(0)))
+        np.testing.assert_array_equal(got.positions, want_pos)
+        np.testing.assert_array_equal(got.counts, want_counts.astype(np.float64))
+        assert got.missing == tuple(sorted({n for n in nodes if n not in index}))
+        assert vectors.placed(tuple(list(nodes))) is got  # equal content, another tuple: same entry
+        grown = vectors.placed((*nodes, pool[0]))
+        assert grown.counts.sum() == got.counts.sum() + 1
+        if got.positions.size:
+            with pytest.raises(ValueError):
+                got.counts[0] = 99.0
+    assert len(vectors._placed) <= indexes._PLACED_ENTRIES
+    for i in range(indexes._PLACED_ENTRIES + 20):
+        vectors.placed(("n1",) * (i + 1))
+    assert len(vectors._placed) == indexes._PLACED_ENTRIES
+
+    # Network terms of a state stepped by one bind equal those of a state sharing nothing.
+    ref, _ = resolve_workload(base, PodInfo("default", "checkout-0", labels=pod_labels("checkout")))
+    assert ref is not None
+    for _ in range(20):
+        key = rng.choice(list(base.placements))
+        stepped = evolve(base, placements={**base.placements, key: (*base.placements[key], rng.choice(pool))})
+        got_terms, got_notes = network_score.network_terms(stepped, ref)
+        want_terms, want_notes = network_score.network_terms(replace(stepped), ref)
+        assert got_notes == want_notes
+        assert [(t.name, t.reverse, t.weight) for t in got_terms] == [(t.name, t.reverse, t.weight) for t in want_terms]
+        for g, w in zip(got_terms, want_terms, strict=True):
+            np.testing.assert_array_equal(g.targets, w.targets)
+            np.testing.assert_array_equal(g.counts, w.counts)

@@ -26,7 +26,7 @@ from . import decisionlog, metrics, selectors, wire
 from .cache import CacheView
 from .choices import Verb
 from .models import Decision, ObservedPod, SchedulerProfile
-from .runtime import notify_change, runtime
+from .runtime import ExtenderRuntime, notify_change, runtime
 from .scoring import engine
 from .selectors import conf
 
@@ -116,8 +116,7 @@ class _Context:
 
     __slots__ = ("args", "notes", "profile", "profile_name", "stale", "state", "unavailable", "view")
 
-    def __init__(self, pod: PodInfo, nodes: Sequence[wire.NodeObject] | None) -> None:
-        rt = runtime()
+    def __init__(self, rt: ExtenderRuntime, pod: PodInfo, nodes: Sequence[wire.NodeObject] | None) -> None:
         view = rt.view()
         serving, why = rt.serving()
         self.view: CacheView = view
@@ -189,8 +188,9 @@ def _memo() -> bool:
 
 
 def handle_filter(body: bytes, started: float) -> bytes:
-    args = wire.parse_extender_args(body)
-    ctx = _Context(args.pod, args.nodes)
+    rt = runtime()
+    args = wire.parse_extender_args(body, rt.wire)
+    ctx = _Context(rt, args.pod, args.nodes)
     candidates = args.candidates
     if ctx.unavailable:
         log_decision(verb=Verb.FILTER, pod=args.pod, started=started, candidates=len(candidates),
@@ -214,13 +214,14 @@ def handle_filter(body: bytes, started: float) -> bytes:
 
 
 def handle_prioritize(body: bytes, started: float) -> bytes:
-    args = wire.parse_extender_args(body)
-    ctx = _Context(args.pod, args.nodes)
+    rt = runtime()
+    args = wire.parse_extender_args(body, rt.wire)
+    ctx = _Context(rt, args.pod, args.nodes)
     candidates = list(args.candidates)
     if ctx.unavailable:
         log_decision(verb=Verb.PRIORITIZE, pod=args.pod, started=started, candidates=len(candidates),
                      result=ctx.result(neutral=True), error=f"degraded, neutral scores: {ctx.unavailable}")
-        return wire.prioritize_result(candidates, [NEUTRAL_EXTENDER_SCORE] * len(candidates))
+        return wire.prioritize_result(candidates, [NEUTRAL_EXTENDER_SCORE] * len(candidates), rt.wire)
     outcome = engine.run_scorers(ctx.state, args.pod, candidates, ctx.profile, memo=_memo())
     extender = np.asarray(outcome.extender, dtype=np.int64)
     np.clip(extender, 0, 10, out=extender)
@@ -237,7 +238,7 @@ def handle_prioritize(body: bytes, started: float) -> bytes:
             "scorers": {name: np.round(arr, 2) for name, arr in outcome.breakdown.items()},
         },
     )
-    return wire.prioritize_result(nodes, extender.tolist())
+    return wire.prioritize_result(nodes, extender.tolist(), rt.wire)
 
 
 # === bind =======================================================================================
@@ -270,7 +271,7 @@ def handle_bind(body: bytes, started: float) -> bytes:
 
 def handle_preempt(body: bytes, started: float) -> bytes:
     args = wire.parse_preemption_args(body)
-    ctx = _Context(args.pod, None)
+    ctx = _Context(runtime(), args.pod, None)
     nodes = list(args.victims)
     if ctx.unavailable:
         log_decision(verb=Verb.PREEMPT, pod=args.pod, started=started, candidates=len(nodes),

@@ -7,7 +7,7 @@ with every field Go's ``omitempty`` keeps. The objects below copy what a real 1.
 a scheduling Pod (managedFields, tolerations, status conditions...) and a Node.
 
 Also: the Online Boutique AppGroup (11 workloads) and helpers to load the paper's testbed nodes
-and nominal topology into the database, for the extender tests and bench/bench_extender.py.
+and nominal topology into the database, for the extender tests.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ import numpy as np
 
 from apps.appgroups.graph import Sensitivity
 
-from .common import MAX_NODE_SCORE, WorkloadRef, topology_positions
+from .common import MAX_NODE_SCORE, WorkloadRef, placed_nodes
 from .network_score import DEFAULT_SAME_NODE_SCORE, pair_scores
 from .state import ClusterState, PodInfo
 
@@ -168,11 +168,11 @@ def cold_start_scores(state: ClusterState, ref: WorkloadRef, pod: PodInfo, posit
     sensitivity = cold_start_sensitivity(ref)
     if sensitivity is None:
         return None, ("cold start: the AppGroup declares no dependencies",)
-    topo = state.topology
     expected = sum(max(w.replicas, 1) for w in ref.group.workloads)
-    placed_names = [n for w in ref.group.workloads
-                    for n in state.placements.get((ref.group.namespace, ref.group.name, w.name), ())]
-    demand = max(expected - len(placed_names) - 1, 1)
+    vectors = state.indexes.vectors
+    per_workload = [placed_nodes(state, ref.group, w.name) for w in ref.group.workloads]
+    placed = [vectors.placed(nodes) for nodes in per_workload]
+    demand = max(expected - sum(map(len, per_workload)) - 1, 1)
     cap = node_capacity(state, ref, pod, max_pods_per_node=max_pods_per_node)
     targets = np.nonzero(cap > 0)[0]
     notes: list[str] = []
@@ -180,17 +180,17 @@ def cold_start_scores(state: ClusterState, ref: WorkloadRef, pod: PodInfo, posit
         fill = np.zeros(positions.size)
         notes.append("cold start: no node has free capacity for the AppGroup")
     else:
-        vectors = state.indexes.vectors
         targets, caps = _stratified(vectors.zone_codes, targets, cap[targets], sample)
         scores = pair_scores(vectors, positions, targets, sensitivity, same_node_score=same_node_score)
         fill = _fill(scores, caps, float(demand))
-    placed_pos = topology_positions(topo, placed_names)
-    placed_pos = placed_pos[placed_pos >= 0]
-    if placed_pos.size:
-        uniq, counts = np.unique(placed_pos, return_counts=True)
-        toward = pair_scores(state.indexes.vectors, positions, uniq, sensitivity, same_node_score=same_node_score)
+    # The group's placed pods the topology knows (per workload from the topology's memo, merged).
+    known_count = int(sum(p.counts.sum() for p in placed))
+    if known_count:
+        uniq, inverse = np.unique(np.concatenate([p.positions for p in placed]), return_inverse=True)
+        counts = np.bincount(inverse, weights=np.concatenate([p.counts for p in placed]))
+        toward = pair_scores(vectors, positions, uniq, sensitivity, same_node_score=same_node_score)
         placed_term = toward @ (counts / counts.sum())
-        f = placed_pos.size / (placed_pos.size + demand)
+        f = known_count / (known_count + demand)
         out = f * placed_term + (1 - f) * fill
     else:
         out = fill

@@ -107,15 +107,6 @@ def topology_positions(topology: Topology, names: Sequence[str]) -> np.ndarray:
     return lookup(topology.index, names)
 
 
-def unique_counts(positions: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct node positions and how many placed pods sit on each."""
-    arr = np.asarray(positions, dtype=np.int64)
-    if arr.size == 0:
-        return arr, arr.astype(np.float64)
-    uniq, counts = np.unique(arr, return_counts=True)
-    return uniq, counts.astype(np.float64)
-
-
 def node_zone_region(state: ClusterState, name: str) -> tuple[str, str]:
     """Zone and region of a node: the cluster's node labels first, then the topology's view."""
     return zone_region(state.nodes, state.topology, name)

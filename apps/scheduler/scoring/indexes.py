@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 # bind changes the set: keep few of them.
 _VECTOR_BYTES = 64 * 2**20
 _STACK_BYTES = 32 * 2**20
+_PLACED_ENTRIES = 512  # workloads' placement tuples (a few kB each at most)
 
 
 def lookup(index: Mapping[str, int], names: Sequence[str]) -> np.ndarray:
@@ -128,6 +129,16 @@ class Stack:
     nan_vals: np.ndarray  # (3, P)
 
 
+@dataclass(frozen=True)
+class Placed:
+    """Distinct topology positions of a workload's placed pods, pods per position, and the nodes
+    the topology does not know (sorted; their pods are left out)."""
+
+    positions: np.ndarray
+    counts: np.ndarray
+    missing: tuple[str, ...]
+
+
 class TopologyVectors:
     """Normalized per-target vectors of one immutable Topology (LRU, bounded memory). Shared by every
     ClusterState over the same Topology: binds change placements, not the topology."""
@@ -146,6 +157,33 @@ class TopologyVectors:
         else:
             codes = np.zeros(0, dtype=np.int64)
         self.zone_codes = np.asarray(codes, dtype=np.int64)
+        self._placed: OrderedDict[tuple[str, ...], Placed] = OrderedDict()
+
+    def placed(self, nodes: tuple[str, ...]) -> Placed:
+        """Where the pods placed on ``nodes`` (one entry per pod) sit in this topology. Memoized by
+        the tuple's content (LRU): a workload's placements stay the same tuple across the states
+        of a rollout until one of its own pods is bound, so replicas of its dependents reuse it."""
+        with self._lock:
+            hit = self._placed.get(nodes)
+            if hit is not None:
+                self._placed.move_to_end(nodes)
+                return hit
+        index = self.topology.index
+        known = [index[n] for n in nodes if n in index]
+        missing = tuple(sorted({n for n in nodes if n not in index})) if len(known) < len(nodes) else ()
+        arr = np.asarray(known, dtype=np.int64)
+        if arr.size:
+            uniq, counts = np.unique(arr, return_counts=True)
+            entry = Placed(uniq, counts.astype(np.float64), missing)
+        else:
+            entry = Placed(arr, arr.astype(np.float64), missing)
+        entry.positions.setflags(write=False)
+        entry.counts.setflags(write=False)
+        with self._lock:
+            self._placed[nodes] = entry
+            while len(self._placed) > _PLACED_ENTRIES:
+                self._placed.popitem(last=False)
+        return entry
 
     def vector(self, target: int, reverse: bool) -> np.ndarray:
         """(3, n) float32: normalized latency/bandwidth/loss from every node to ``target``

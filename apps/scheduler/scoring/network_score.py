@@ -29,9 +29,10 @@ import numpy as np
 from apps.appgroups.graph import Sensitivity
 from apps.topology.topomath import Topology
 
-from .common import MAX_NODE_SCORE, WorkloadRef, placed_nodes, unique_counts
+from .common import MAX_NODE_SCORE, WorkloadRef, placed_nodes
 from .indexes import (
     Extrema,
+    Placed,
     TopologyVectors,
     normalize_bandwidth,
     normalize_latency,
@@ -100,29 +101,25 @@ class Term:
 
 def network_terms(state: ClusterState, ref: WorkloadRef) -> tuple[tuple[Term, ...], tuple[str, ...]]:
     """Algorithm 2's dependency and dependent terms that have placed pods."""
-    index = state.topology.index
+    vectors = state.indexes.vectors
     terms: list[Term] = []
     notes: list[str] = []
 
-    def positions(workload: str) -> list[int]:
-        nodes = placed_nodes(state, ref.group, workload)
-        known = [index[n] for n in nodes if n in index]
-        if len(known) < len(nodes):
-            missing = sorted({n for n in nodes if n not in index})
-            notes.append(f"{workload}: pods on {', '.join(missing)} left out (node not in the topology)")
-        return known
+    def positions(workload: str) -> Placed:
+        placed = vectors.placed(placed_nodes(state, ref.group, workload))
+        if placed.missing:
+            notes.append(f"{workload}: pods on {', '.join(placed.missing)} left out (node not in the topology)")
+        return placed
 
     w = ref.workload.weight
     for dep in ref.workload.dependencies:
         pos = positions(dep.target)
-        if pos:
-            uniq, counts = unique_counts(pos)
-            terms.append(Term(dep.target, False, w, dep.sensitivity, uniq, counts))
+        if pos.positions.size:
+            terms.append(Term(dep.target, False, w, dep.sensitivity, pos.positions, pos.counts))
     for dependent, dep in ref.group.dependents_of(ref.workload.name):
         pos = positions(dependent.name)
-        if pos:
-            uniq, counts = unique_counts(pos)
-            terms.append(Term(dependent.name, True, dependent.weight, dep.sensitivity, uniq, counts))
+        if pos.positions.size:
+            terms.append(Term(dependent.name, True, dependent.weight, dep.sensitivity, pos.positions, pos.counts))
     return tuple(terms), tuple(notes)
 
 
