@@ -69,7 +69,10 @@ def django_db_setup(django_db_setup, django_db_blocker):
 def pytest_runtest_teardown(item, nextitem):
     yield
     fixtures = getattr(item, "fixturenames", ())
-    if nextitem is None or not _SEEDED or not any(name in fixtures for name in ("transactional_db", "live_server")):
+    marker = item.get_closest_marker("django_db")
+    transactional = any(name in fixtures for name in ("transactional_db", "live_server")) or bool(
+        marker and (marker.kwargs.get("transaction") or marker.kwargs.get("reset_sequences")))
+    if nextitem is None or not _SEEDED or not transactional:
         return  # (after the last test the session's teardown has already dropped the test database)
     from django.core.management import call_command
     from django.db import connection

@@ -17,7 +17,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from apps.scheduler.scoring import engine
+from apps.scheduler.scoring import engine, plans
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo, evolve
 from apps.topology.topomath import Topology
 from tests.support.scoring_fixtures import paper_appgroup, pod_labels
@@ -80,8 +80,12 @@ def base() -> ClusterState:
                           net_used_bps_mean=rng.random() * 9e8, net_used_bps_stddev=1e8, net_capacity_bps=1e9,
                           stale=i % 11 == 0)
              for i, n in enumerate(names) if i % 5}
+    # One plan book for the cold and the memoized calls (``replace`` keeps it): a placement plan is an
+    # input of the plan filter, computed within a time budget, so a loaded machine could otherwise
+    # give the two paths different plans. Its budget is the largest, so the plan is the MILP's.
     return ClusterState(topology=topology, appgroups=(paper_appgroup(),),
-                        placements=_placements(rng, [*names, UNMEASURED], 6), nodes=nodes, usage=usage)
+                        placements=_placements(rng, [*names, UNMEASURED], 6), nodes=nodes, usage=usage,
+                        plan_book=plans.PlanBook(budget_s=10.0))
 
 
 PROFILES = [*engine.BUILTIN_PROFILES.values(),

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -669,7 +670,7 @@ def placed_by_zone(state: ClusterState, group: AppGroupSpec) -> dict[str, dict[s
 class _Entry:
     plan: PlacementPlan
     group: AppGroupSpec
-    topology_id: int
+    topology: weakref.ref[Any]  # the topology it was made on (a weak reference: ids are reused)
     placed: dict[str, dict[str, int]]
 
 
@@ -698,7 +699,7 @@ class PlanBook:
         plan = compute_plan(state=state, group=group, objective=objective, budget_s=self.budget_s,
                             reserved=reserved, reason=reason or "")
         with self._lock:
-            self._plans[key] = _Entry(plan, group, id(state.topology), placed)
+            self._plans[key] = _Entry(plan, group, weakref.ref(state.topology), placed)
             if len(self._plans) > 2 * len(state.appgroups) + 16:  # AppGroups deleted since: forget their plans
                 alive = {(g.namespace, g.name) for g in state.appgroups}
                 for stale in [k for k in self._plans if k[:2] not in alive]:
@@ -729,7 +730,7 @@ class PlanBook:
                  placed: dict[str, dict[str, int]]) -> str | None:
         if entry.group != group:
             return "the AppGroup changed"
-        if entry.topology_id != id(state.topology):
+        if entry.topology() is not state.topology:
             return "the topology changed"
         plan = entry.plan
         for workload, counts in placed.items():
