@@ -15,6 +15,7 @@ PURE = [
     "apps.topology.topomath",
     "apps.topology.freshness",
     "apps.topology.resources",
+    "apps.topology.snapshot_format",
     "apps.appgroups.graph",
     "apps.appgroups.toposort",
     "apps.appgroups.overlap",
