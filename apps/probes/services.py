@@ -29,7 +29,7 @@ from django.utils import timezone
 from . import signals
 from .models import NodeRollup, NodeSample, PairLatest, PairRollup, PairSample, PullWatermark, WindowDigest
 from .prometheus import PrometheusClient, Window, align_down, windows_between
-from .queries import NodeQuery, PairQuery, PullQueries, configured_queries
+from .queries import NodeQuery, PairQuery, PullQueries, QueriesFileError, configured_queries
 
 logger = logging.getLogger(__name__)
 
@@ -579,6 +579,8 @@ def pull_metrics(*, now: datetime | None = None, prometheus_url: str | None = No
     timeout = float(timeout if timeout is not None else settings.PROMETHEUS_TIMEOUT_SECONDS)
     result = PullResult()
     if shards > 1 and sources is None:
+        if queries.node_info is None:
+            raise QueriesFileError("node_info", "needed when NETAWARE_PULL_SHARDS > 1: it lists the shards' sources")
         # Every shard reads the node list at the same aligned time, so the shards cover it exactly.
         with PrometheusClient(url, timeout=timeout) as client:
             names = [name for name, _zone, _region in pull_node_info(
