@@ -16,6 +16,7 @@ PURE = [
     "apps.topology.freshness",
     "apps.topology.resources",
     "apps.topology.snapshot_format",
+    "apps.topology.scenario_topology",
     "apps.appgroups.graph",
     "apps.appgroups.toposort",
     "apps.appgroups.overlap",
