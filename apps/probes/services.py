@@ -521,7 +521,7 @@ def _pull_ends(*, client: PrometheusClient, jobs: Sequence[_Job], pending: Mappi
             result.last_end = datetime.fromtimestamp(end, tz=UTC)
 
 
-def _hand_nodes_to_topology(*, client: PrometheusClient, queries: PullQueries, result: PullResult) -> None:
+def _report_nodes(*, client: PrometheusClient, queries: PullQueries, result: PullResult) -> None:
     if result.last_end is None:
         return
     refresh_nodes(client=client, queries=queries, at=int(result.last_end.timestamp()), result=result)
@@ -601,7 +601,7 @@ def pull_metrics(*, now: datetime | None = None, prometheus_url: str | None = No
             _pull_ends(client=client, jobs=jobs, pending=pending, step=width, advance_watermarks=True,
                        result=result, shard=shard_label(shard, shards))
             if shard == 0:
-                _hand_nodes_to_topology(client=client, queries=queries, result=result)
+                _report_nodes(client=client, queries=queries, result=result)
     finally:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(%s, %s)", list(lock))
@@ -630,7 +630,7 @@ def pull_window(*, start: datetime, end: datetime, prometheus_url: str | None = 
     with PrometheusClient(url, timeout=timeout) as client:
         _pull_ends(client=client, jobs=jobs, pending=pending, step=end_s - start_s,
                    advance_watermarks=False, result=result)
-        _hand_nodes_to_topology(client=client, queries=queries, result=result)
+        _report_nodes(client=client, queries=queries, result=result)
     return result
 
 
