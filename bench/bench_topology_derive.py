@@ -220,7 +220,7 @@ def storage_main(n: int, runs: int) -> None:
 
     call_command("migrate", verbosity=0)
     from apps.topology.models import TopologySnapshot
-    from apps.topology.topomath import encode_snapshot
+    from apps.topology.snapshot_format import encode_snapshot
 
     TopologySnapshot.objects.all().delete()
     old_store = run_child("store-old", n)

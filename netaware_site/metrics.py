@@ -1,10 +1,13 @@
-"""``/metrics`` of the web process, in the Prometheus text format (docs/metrics.md).
+"""The sources of ``/metrics`` (served by ``netaware_site/scrape.py``; docs/metrics.md) that every app may
+write: shared counters in Redis, the last publish, and the bearer-token check.
 
 Everything is computed when Prometheus scrapes, from the shared state, so any web replica reports
 the same cluster-wide values and nothing is lost when a process restarts:
 
-* topology age, read-time staleness, version and pair counts: the current snapshot in PostgreSQL;
-* pipeline lag per step: the pull watermarks, the current snapshot and the last successful publish;
+* topology age, read-time staleness, version and pair counts: the current snapshot in PostgreSQL
+  (``apps/topology/metrics.py``);
+* pipeline lag per step: the pull watermarks, the current snapshot and the last successful publish
+  (``record_publish``, called by the publish task);
 * Celery task outcomes and sync conflicts: counters in one Redis hash (``COUNTERS_KEY``), incremented
   by Celery signals in every worker process (``netaware_site.celery``) and by the AppGroup sync. Redis
   without persistence forgets them on a restart; Prometheus' ``rate()``/``increase()`` treat that as

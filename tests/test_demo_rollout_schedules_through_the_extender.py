@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 
 from apps.demo.cluster import node_objects
 from apps.probes.scenario import load_scenario
-from apps.scheduler.scoring.scenario_topology import topology_from_scenario
+from apps.topology.scenario_topology import topology_from_scenario
 from tests.support.extender_server import extender_server
 from tests.support.extender_wire import PAPER_TESTBED, store_topology
 

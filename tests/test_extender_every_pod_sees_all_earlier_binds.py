@@ -30,9 +30,9 @@ from apps.probes.scenario import load_scenario
 from apps.scheduler import selectors, services
 from apps.scheduler.models import Decision
 from apps.scheduler.scoring import engine
-from apps.scheduler.scoring.scenario_topology import topology_from_scenario
 from apps.scheduler.scoring.state import ClusterState, NodeResources
 from apps.scheduler.wire import parse_pod
+from apps.topology.scenario_topology import topology_from_scenario
 from tests.support.extender_server import extender_server
 from tests.support.extender_wire import PAPER_TESTBED, store_topology
 

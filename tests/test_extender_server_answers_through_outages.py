@@ -33,7 +33,7 @@ SEED = textwrap.dedent(f"""
     from apps.appgroups import resources
     from apps.appgroups.services import save_appgroup
     from apps.probes.scenario import load_scenario
-    from apps.scheduler.scoring.scenario_topology import topology_from_scenario
+    from apps.topology.scenario_topology import topology_from_scenario
     from apps.topology.services import store_topology
     store_topology(topology=topology_from_scenario(load_scenario({PAPER_TESTBED!r})), source="imported")
     doc = yaml.safe_load(open("scenarios/online-boutique-appgroup.yaml").read())

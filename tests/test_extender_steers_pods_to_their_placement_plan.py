@@ -21,8 +21,8 @@ from apps.probes.scenario import load_scenario
 from apps.scheduler.evaluation.metrics import network_metrics
 from apps.scheduler.runtime import reset_runtime, runtime
 from apps.scheduler.scoring.engine import PROFILE_ANNOTATION
-from apps.scheduler.scoring.scenario_topology import topology_from_scenario
 from apps.topology import services as topology_services
+from apps.topology.scenario_topology import topology_from_scenario
 from tests.support.extender_wire import (
     binding_args,
     extender_args,

@@ -6,6 +6,7 @@
   committed) loses nothing and double-applies nothing: the transaction dies with the process, the
   task is redelivered (acks late, rejected on worker loss) and the window is redone.
 * Sharded storage equals unsharded storage: re-pulling the same windows unsharded writes 0 rows.
+* The shards' sources come from the node_info query: without it a sharded pull refuses, naming it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from django.db import connection
 
 from apps.probes import services
 from apps.probes.models import NodeSample, PairSample, PullWatermark, WindowDigest
+from apps.probes.queries import QueriesFileError
 from tests.support.pipeline import configure_pipeline, emulated_cluster
 
 pytestmark = pytest.mark.slow
@@ -235,3 +238,11 @@ def test_a_worker_killed_mid_window_loses_nothing_and_applies_nothing_twice(shar
         per_key[(series, ts, shard)] = per_key.get((series, ts, shard), 0) + 1
     assert set(per_key.values()) == {1}
     assert _unsharded_repull_writes(sorted(set(PairSample.objects.values_list("ts", flat=True)))[-3:]) == 0
+
+
+@pytest.mark.django_db
+def test_a_sharded_pull_without_the_node_info_query_names_it(sharded) -> None:
+    queries = replace(services.configured_queries(), node_info=None)
+    with pytest.raises(QueriesFileError, match="node_info"):
+        services.pull_metrics(shard=1, shards=SHARDS, queries=queries)
+    assert not PullWatermark.objects.exists()

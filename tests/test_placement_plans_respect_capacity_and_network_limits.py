@@ -16,8 +16,8 @@ from apps.scheduler.evaluation.optimum import optimum_placement
 from apps.scheduler.evaluation.report import initial_state
 from apps.scheduler.evaluation.simulate import bind
 from apps.scheduler.scoring.plans import PlanBook, compute_plan
-from apps.scheduler.scoring.scenario_topology import topology_from_scenario
 from apps.scheduler.scoring.state import PodInfo, evolve
+from apps.topology.scenario_topology import topology_from_scenario
 
 LAT = Sensitivity(0.9, 0.0, 0.1)
 BW = Sensitivity(0.1, 0.8, 0.1)

@@ -15,6 +15,8 @@ PURE = [
     "apps.topology.topomath",
     "apps.topology.freshness",
     "apps.topology.resources",
+    "apps.topology.snapshot_format",
+    "apps.topology.scenario_topology",
     "apps.appgroups.graph",
     "apps.appgroups.toposort",
     "apps.appgroups.overlap",

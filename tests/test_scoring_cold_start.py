@@ -16,8 +16,8 @@ from apps.probes.scenario import load_scenario
 from apps.scheduler.scoring import cold_start, default_plugins, engine
 from apps.scheduler.scoring.common import WorkloadRef
 from apps.scheduler.scoring.network_score import naive_network_score
-from apps.scheduler.scoring.scenario_topology import topology_from_scenario
 from apps.scheduler.scoring.state import ClusterState, NodeResources, PodInfo
+from apps.topology.scenario_topology import topology_from_scenario
 from apps.topology.topomath import Topology
 from tests.support.scoring_fixtures import paper_appgroup, pod_labels
 

@@ -14,8 +14,8 @@ from apps.probes.scenario import load_scenario
 from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import WorkloadRef, topology_positions
 from apps.scheduler.scoring.network_score import compute_score, naive_network_score, network_scores
-from apps.scheduler.scoring.scenario_topology import topology_from_scenario
 from apps.scheduler.scoring.state import ClusterState, PodInfo
+from apps.topology.scenario_topology import topology_from_scenario
 from tests.support.scoring_fixtures import paper_appgroup
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "paper-testbed.yaml"

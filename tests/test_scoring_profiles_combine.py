@@ -11,8 +11,8 @@ import pytest
 from apps.probes.scenario import load_scenario
 from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import NEUTRAL_SCORE
-from apps.scheduler.scoring.scenario_topology import topology_from_scenario
 from apps.scheduler.scoring.state import ClusterState, NodeUsage, PodInfo
+from apps.topology.scenario_topology import topology_from_scenario
 from tests.support.scoring_fixtures import paper_appgroup, pod_labels
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "paper-testbed.yaml"

@@ -12,13 +12,13 @@ from django.db import connection
 
 from apps.topology import selectors, services
 from apps.topology.models import TopologySnapshot
-from apps.topology.topomath import (
+from apps.topology.snapshot_format import (
     SNAPSHOT_MAGIC,
-    Topology,
     decode_snapshot,
     decode_snapshot_arrays,
     encode_snapshot,
 )
+from apps.topology.topomath import Topology
 
 pytestmark = pytest.mark.django_db
 

@@ -29,7 +29,7 @@ from django.utils import timezone
 from . import signals
 from .models import NodeRollup, NodeSample, PairLatest, PairRollup, PairSample, PullWatermark, WindowDigest
 from .prometheus import PrometheusClient, Window, align_down, windows_between
-from .queries import NodeQuery, PairQuery, PullQueries, configured_queries
+from .queries import NodeQuery, PairQuery, PullQueries, QueriesFileError, configured_queries
 
 logger = logging.getLogger(__name__)
 
@@ -521,7 +521,7 @@ def _pull_ends(*, client: PrometheusClient, jobs: Sequence[_Job], pending: Mappi
             result.last_end = datetime.fromtimestamp(end, tz=UTC)
 
 
-def _hand_nodes_to_topology(*, client: PrometheusClient, queries: PullQueries, result: PullResult) -> None:
+def _report_nodes(*, client: PrometheusClient, queries: PullQueries, result: PullResult) -> None:
     if result.last_end is None:
         return
     refresh_nodes(client=client, queries=queries, at=int(result.last_end.timestamp()), result=result)
@@ -579,6 +579,8 @@ def pull_metrics(*, now: datetime | None = None, prometheus_url: str | None = No
     timeout = float(timeout if timeout is not None else settings.PROMETHEUS_TIMEOUT_SECONDS)
     result = PullResult()
     if shards > 1 and sources is None:
+        if queries.node_info is None:
+            raise QueriesFileError("node_info", "needed when NETAWARE_PULL_SHARDS > 1: it lists the shards' sources")
         # Every shard reads the node list at the same aligned time, so the shards cover it exactly.
         with PrometheusClient(url, timeout=timeout) as client:
             names = [name for name, _zone, _region in pull_node_info(
@@ -599,7 +601,7 @@ def pull_metrics(*, now: datetime | None = None, prometheus_url: str | None = No
             _pull_ends(client=client, jobs=jobs, pending=pending, step=width, advance_watermarks=True,
                        result=result, shard=shard_label(shard, shards))
             if shard == 0:
-                _hand_nodes_to_topology(client=client, queries=queries, result=result)
+                _report_nodes(client=client, queries=queries, result=result)
     finally:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(%s, %s)", list(lock))
@@ -628,7 +630,7 @@ def pull_window(*, start: datetime, end: datetime, prometheus_url: str | None = 
     with PrometheusClient(url, timeout=timeout) as client:
         _pull_ends(client=client, jobs=jobs, pending=pending, step=end_s - start_s,
                    advance_watermarks=False, result=result)
-        _hand_nodes_to_topology(client=client, queries=queries, result=result)
+        _report_nodes(client=client, queries=queries, result=result)
     return result
 
 

@@ -1,7 +1,7 @@
 """Node cache and versioned NetworkTopology snapshots.
 
 A snapshot stores the derived dense arrays as one binary payload (float32 values, bit-packed flags,
-fixed offsets; see ``topomath.encode_snapshot``), written and read as a binary bytea parameter and
+fixed offsets; see ``snapshot_format.encode_snapshot``), written and read as a binary bytea parameter and
 read back in slices, so 5,000 nodes (25M pairs, 306 MB) store and load without hex text copies.
 The newest version is the current one; older versions are pruned to
 ``NETAWARE["TOPOLOGY_KEEP_SNAPSHOTS"]``.
@@ -20,9 +20,7 @@ from django.core.validators import validate_ipv46_address
 from django.db import connection, models
 
 from .choices import NodeSource, SnapshotSource
-from .topomath import (
-    EXTREMA_FIELDS,
-    Topology,
+from .snapshot_format import (
     decode_snapshot,
     decode_snapshot_arrays,
     encode_snapshot,
@@ -30,6 +28,7 @@ from .topomath import (
     parse_snapshot_header,
     snapshot_header_bytes,
 )
+from .topomath import EXTREMA_FIELDS, Topology
 
 _DECIMALS = 4
 
@@ -101,7 +100,7 @@ class TopologySnapshot(models.Model):
     cost_overrides = models.JSONField(default=dict, blank=True)
     # Hash of what shaped a measured rebuild; an identical rebuild returns the current snapshot.
     fingerprint = models.CharField(max_length=64, blank=True, default="")
-    # Storage format 2 (topomath.encode_snapshot); written/read in binary by write_payload/to_topology.
+    # Storage format 2 (snapshot_format.encode_snapshot); written/read in binary by write_payload/to_topology.
     # The column is STORAGE EXTERNAL (migration 0003): uncompressed, so slices are cheap to read.
     payload = models.BinaryField(help_text="snapshot format 2: header, float32 arrays, bit-packed flags")
 
@@ -146,7 +145,7 @@ class TopologySnapshot(models.Model):
 
     @staticmethod
     def encode_payload(topology: Topology) -> bytearray:
-        """Storage format 2 (see ``topomath.encode_snapshot``): float32 values, bit-packed flags."""
+        """Storage format 2 (see ``snapshot_format.encode_snapshot``): float32 values, bit-packed flags."""
         return encode_snapshot(topology)
 
     @staticmethod

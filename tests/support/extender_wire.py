@@ -230,8 +230,8 @@ def boutique_spec(namespace: str = "boutique", name: str = "online-boutique") ->
 def load_testbed(*, with_topology: bool = True) -> list[str]:
     """Node rows and (optionally) the nominal topology of the paper's testbed; returns node names."""
     from apps.probes.scenario import load_scenario
-    from apps.scheduler.scoring.scenario_topology import topology_from_scenario
     from apps.topology import services as topology_services
+    from apps.topology.scenario_topology import topology_from_scenario
 
     scenario = load_scenario(PAPER_TESTBED)
     topology_services.load_nodes_from_scenario(scenario=scenario)

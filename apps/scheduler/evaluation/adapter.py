@@ -20,8 +20,8 @@ from apps.appgroups.graph import AppGroupSpec, Sensitivity
 from apps.probes.scenario import Scenario
 from apps.scheduler.scoring import engine, network_score
 from apps.scheduler.scoring.common import WorkloadRef
-from apps.scheduler.scoring.scenario_topology import topology_from_scenario
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo
+from apps.topology.scenario_topology import topology_from_scenario
 from apps.topology.topomath import Topology
 from apps.yamlsafe import load_yaml
 

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from apps.probes.scenario import Scenario
-from apps.topology.topomath import Topology
+
+from .topomath import Topology
 
 
 def _extrema(arr: np.ndarray) -> tuple[float, float]:
