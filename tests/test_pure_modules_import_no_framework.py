@@ -27,6 +27,7 @@ PURE = [
     "apps.scheduler.scoring.default_plugins",
     "apps.scheduler.evaluation",
     "apps.yamlsafe",
+    "apps.fielderrors",
 ]
 
 

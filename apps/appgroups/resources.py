@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from apps import quantity
+from apps.fielderrors import FieldError
 
 from . import toposort, validators
 from .graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
@@ -57,13 +58,8 @@ Flavor = Literal["netaware", "diktyo"]
 DEFAULT_SENSITIVITY = Sensitivity(1.0, 1.0, 1.0)
 
 
-class ResourceError(ValueError):
+class ResourceError(FieldError):
     """A resource document that cannot be turned into an AppGroupSpec; ``field_path`` names the field."""
-
-    def __init__(self, field_path: str, message: str) -> None:
-        super().__init__(f"{field_path}: {message}")
-        self.field_path = field_path
-        self.message = message
 
 
 # The service and the models name model fields (``workloads[1].latency``); a document names
@@ -212,7 +208,7 @@ def parse_selector(value: object, path: str) -> LabelSelector:
     try:
         normalized = validators.normalize_selector(value)
     except validators.SelectorError as exc:
-        raise ResourceError(f"{path}.{exc.path}" if exc.path else path, exc.message) from None
+        raise ResourceError(f"{path}.{exc.field_path}" if exc.field_path else path, exc.message) from None
     return selector_from_mapping(normalized)
 
 

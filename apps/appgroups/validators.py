@@ -11,6 +11,8 @@ import reprlib
 from collections.abc import Mapping
 from typing import Any
 
+from apps.fielderrors import FieldError
+
 # Used verbatim in the CRD schemas so the API server enforces the same syntax.
 DNS1123_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS1123_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -26,13 +28,8 @@ _DNS1123_SUBDOMAIN_RE = re.compile(DNS1123_SUBDOMAIN_PATTERN)
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
-class SelectorError(ValueError):
-    """An invalid label selector; ``path`` is relative to the selector (e.g. ``matchExpressions[0].values``)."""
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}" if path else message)
-        self.path = path
-        self.message = message
+class SelectorError(FieldError):
+    """An invalid label selector; ``field_path`` is relative to the selector (``matchExpressions[0].values``)."""
 
 
 _SHORT = reprlib.Repr()
