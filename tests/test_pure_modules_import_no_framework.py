@@ -28,6 +28,7 @@ PURE = [
     "apps.scheduler.evaluation",
     "apps.yamlsafe",
     "apps.fielderrors",
+    "apps.crdschema",
 ]
 
 
