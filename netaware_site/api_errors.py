@@ -20,6 +20,7 @@ from apps.fielderrors import BODY, FieldError, error_body
 
 __all__ = ["ERROR_SCHEMA", "api_exception_handler", "document_error_responses", "flatten_errors"]
 
+
 def _key(raw_key: object) -> str:
     # ListSerializer and ListField report item errors as {index: ...}: render them as [index].
     return f"[{raw_key}]" if isinstance(raw_key, int) or str(raw_key).isdigit() else str(raw_key)
