@@ -16,9 +16,10 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from .parsers import BODY
+from apps.fielderrors import BODY, FieldError, error_body
 
-__all__ = ["ERROR_SCHEMA", "api_exception_handler", "document_error_responses", "error_body", "flatten_errors"]
+__all__ = ["ERROR_SCHEMA", "api_exception_handler", "document_error_responses", "flatten_errors"]
+
 
 def _key(raw_key: object) -> str:
     # ListSerializer and ListField report item errors as {index: ...}: render them as [index].
@@ -61,18 +62,11 @@ def flatten_errors(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     return result
 
 
-def error_body(errors: Mapping[str, list[str]], summary: str | None = None) -> dict[str, Any]:
-    """The 400 document: a one-line ``detail`` and the messages by field path."""
-    if summary is None:
-        first_path, first_messages = next(iter(errors.items()), (BODY, ["invalid request"]))
-        count = sum(len(messages) for messages in errors.values())
-        more = f" (and {count - 1} more)" if count > 1 else ""
-        summary = f"{first_path}: {first_messages[0]}{more}" if first_path != BODY else f"{first_messages[0]}{more}"
-    return {"detail": summary, "errors": {path: list(messages) for path, messages in errors.items()}}
-
-
 def api_exception_handler(exc: Exception, context: Any) -> Response | None:
-    """DRF's handler, with every 400 (ValidationError, ParseError) in the one shape."""
+    """DRF's handler, with every 400 (ValidationError, ParseError, and our own ``FieldError`` from
+    any parser, validator or service) in the one shape."""
+    if isinstance(exc, FieldError):
+        exc = exceptions.ValidationError(exc.errors)
     response = exception_handler(exc, context)
     if response is None or response.status_code != status.HTTP_400_BAD_REQUEST:
         return response

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from apps.fielderrors import BODY, error_body
+
 from . import health, scrape
-from .api_errors import error_body
-from .parsers import BODY
 
 ENDPOINTS: dict[str, Callable[[HttpRequest], HttpResponse]] = {
     "/healthz": health.healthz,

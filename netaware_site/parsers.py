@@ -15,12 +15,11 @@ import yaml
 from django.conf import settings
 from rest_framework import exceptions, parsers
 
+from apps.fielderrors import BODY
 from apps.yamlsafe import DEFAULT_MAX_DEPTH, UnsafeYAMLError, load_yaml
 
 __all__ = ["BODY", "YAML_MEDIA_TYPES", "BodyError", "JSONParser", "YAMLParser", "load_document"]
 
-# The field path of the body as a whole (unparseable, not an object, too large).
-BODY = "(document)"
 YAML_MEDIA_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 
 

@@ -178,9 +178,9 @@ def test_editor_pages_render_for_new_and_existing(client, boutique):
 
 
 @pytest.mark.parametrize(("mutate", "path", "message"), [
-    (lambda d: d["spec"]["workloads"][0].update(weight=-1), "spec.workloads[0].weight", "must be >= 0"),
+    (lambda d: d["spec"]["workloads"][0].update(weight=-1), "spec.workloads[0].weight", "greater than or equal to 0"),
     (lambda d: d["spec"]["workloads"][0]["dependencies"][0].update(maxNetworkCost=10001),
-     "spec.workloads[0].dependencies[0].maxNetworkCost", "<= 10000"),
+     "spec.workloads[0].dependencies[0].maxNetworkCost", "less than or equal to 10000"),
     (lambda d: d["spec"]["workloads"][0]["dependencies"][0].update(name="nowhere"),
      "spec.workloads[0].dependencies[0].name", "nowhere"),
     (lambda d: d["spec"]["workloads"][1].update(selector={"matchLabels": {"bad key!": "x"}}),
@@ -272,7 +272,7 @@ def test_yaml_edit_round_trips_and_saves(client, boutique):
 
 
 @pytest.mark.parametrize(("mutate", "path", "message"), [
-    (lambda d: d["spec"]["workloads"][1].__setitem__("weight", -2), "spec.workloads[1].weight", ">= 0"),
+    (lambda d: d["spec"]["workloads"][1].__setitem__("weight", -2), "spec.workloads[1].weight", "greater than or equal to 0"),
     (lambda d: d["spec"]["workloads"][0]["dependencies"][0].__setitem__("name", "nope"),
      "spec.workloads[0].dependencies[0].name", "nope"),
     (lambda d: d["spec"]["workloads"][0]["dependencies"][0].__setitem__("maxNetworkCost", 20000),

@@ -104,4 +104,4 @@ def test_malformed_queries_are_400(client, boutique, params, field):
 def test_unknown_pod_is_404(client, boutique):
     response = diagnose(client, pod="boutique/nobody")
     assert response.status_code == 404
-    assert "neither in the pod cache nor in the Kubernetes API" in response.json()["pod"]
+    assert "neither in the pod cache nor in the Kubernetes API" in response.json()["errors"]["pod"][0]

@@ -12,6 +12,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from apps import crdschema
 from apps.appgroups import resources
 from apps.topology import resources as topology_resources
 
@@ -214,20 +215,8 @@ def strict(schema: dict) -> dict:
     return schema
 
 
-def our_crd_schemas() -> dict[tuple[str, str], dict]:
-    schemas = {}
-    for path in (K8S / "crds").glob("*.yaml"):
-        for doc in documents(path):
-            if doc.get("kind") != "CustomResourceDefinition":
-                continue
-            spec = doc["spec"]
-            for version in spec["versions"]:
-                key = (f"{spec['group']}/{version['name']}", spec["names"]["kind"])
-                schemas[key] = strict(version["schema"]["openAPIV3Schema"])
-    return schemas
-
-
-OUR_SCHEMAS = our_crd_schemas()
+# Our CRDs' schemas as the product reads them (apps/crdschema.py), made strict for our own examples.
+OUR_SCHEMAS = {key: strict(schema) for key, schema in crdschema.crd_schemas().items()}
 
 
 def validate_document(doc: dict) -> str:

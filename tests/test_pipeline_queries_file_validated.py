@@ -39,7 +39,7 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_malformed_file_names_the_key(tmp_path, text, key):
     with pytest.raises(QueriesFileError) as info:
         load_queries_file(_write(tmp_path, text), rate="5m")
-    assert info.value.key == key
+    assert info.value.field_path == key
     assert str(info.value).startswith(f"{key}: ")
 
 

@@ -31,6 +31,8 @@ PURE = [
     "apps.scheduler.scoring.default_plugins",
     "apps.scheduler.evaluation",
     "apps.yamlsafe",
+    "apps.fielderrors",
+    "apps.crdschema",
 ]
 
 

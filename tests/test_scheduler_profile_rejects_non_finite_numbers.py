@@ -56,4 +56,4 @@ def test_engine_rejects_nan_and_inf_weights():
     for weight in (float("inf"), float("nan")):
         with pytest.raises(engine.ProfileError) as err:
             engine.parse_profile({"name": "x", "scorers": [{"name": "water-level", "weight": weight}]})
-        assert err.value.field == "scorers[0].weight"
+        assert err.value.field_path == "scorers[0].weight"

@@ -255,6 +255,6 @@ def test_cold_start_scale_parameters_are_validated_by_name():
                           ({"cold_start_knee": 0.9}, "cold_start_knee")):
         with pytest.raises(engine.ProfileError) as err:
             engine.validate_profile(engine.Profile("p", (("network-score", 1.0, params),)))
-        assert err.value.field == f"scorers[0].params.{field}"
+        assert err.value.field_path == f"scorers[0].params.{field}"
     engine.validate_profile(engine.Profile("p", (("cold-start", 1.0, {"cold_start_knee": 0.01,
                                                                       "cold_start_spread": 0.5}),)))

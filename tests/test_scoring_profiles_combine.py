@@ -71,7 +71,7 @@ def test_pod_in_no_appgroup_is_neutral_and_passes_everything(state):
 def test_invalid_profiles_name_the_field(profile, field):
     with pytest.raises(engine.ProfileError) as err:
         engine.validate_profile(profile)
-    assert err.value.field == field
+    assert err.value.field_path == field
 
 
 def test_builtin_profiles_round_trip_and_selection():
@@ -85,7 +85,7 @@ def test_builtin_profiles_round_trip_and_selection():
         == engine.DEFAULT_PROFILE
     with pytest.raises(engine.ProfileError) as err:
         engine.parse_profile({"name": "x", "scorers": [{"weight": 1}]})
-    assert err.value.field == "scorers[0].name"
+    assert err.value.field_path == "scorers[0].name"
 
 
 def test_pin_label_selects_the_appgroup(state):

@@ -182,8 +182,8 @@ def test_topology_from_nested_names_bad_fields():
         topology_from_nested({"latency": {"n1": {"n2": -1}}, "lossrate": {"n1": {"n2": 150}},
                               "bandwidth": {"n1": "fast"}, "minLatency": 5, "maxLatency": 1})
     errors = err.value.errors
-    assert errors["spec.latency.n1.n2"].startswith("must be a number >= 0")
-    assert "<= 100" in errors["spec.lossrate.n1.n2"]
+    assert errors["spec.latency.n1.n2"][0].startswith("must be a number >= 0")
+    assert "<= 100" in errors["spec.lossrate.n1.n2"][0]
     assert "spec.bandwidth.n1" in errors
     assert "spec.minLatency" in errors
 

@@ -180,7 +180,7 @@ class Workload(models.Model):
         try:
             self.selector = validators.normalize_selector(self.selector)
         except validators.SelectorError as exc:
-            where = f"{exc.path}: " if exc.path else ""
+            where = f"{exc.field_path}: " if exc.field_path else ""
             raise ValidationError({"selector": f"{where}{exc.message}"}) from exc
 
     @property

@@ -24,7 +24,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from apps import quantity
+from apps import crdschema, quantity
+from apps.fielderrors import FieldError
 
 from . import toposort, validators
 from .graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
@@ -51,13 +52,8 @@ Flavor = Literal["netaware", "diktyo"]
 DEFAULT_SENSITIVITY = Sensitivity(1.0, 1.0, 1.0)
 
 
-class ResourceError(ValueError):
+class ResourceError(FieldError):
     """A resource document that cannot be turned into an AppGroupSpec; ``field_path`` names the field."""
-
-    def __init__(self, field_path: str, message: str) -> None:
-        super().__init__(f"{field_path}: {message}")
-        self.field_path = field_path
-        self.message = message
 
 
 # The service and the models name model fields (``workloads[1].latency``); a document names
@@ -206,7 +202,7 @@ def parse_selector(value: object, path: str) -> LabelSelector:
     try:
         normalized = validators.normalize_selector(value)
     except validators.SelectorError as exc:
-        raise ResourceError(f"{path}.{exc.path}" if exc.path else path, exc.message) from None
+        raise ResourceError(f"{path}.{exc.field_path}" if exc.field_path else path, exc.message) from None
     return selector_from_mapping(normalized)
 
 
@@ -276,31 +272,46 @@ def _check_graph(
 # --- netaware flavour ------------------------------------------------------------------------
 
 
+def _with_selector_objects(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``doc`` with the paper's ``app=frontend`` selector strings (our extension of the CRD) parsed
+    into selector objects, so the CRD's schema can judge the rest."""
+    spec = doc.get("spec")
+    workloads = spec.get("workloads") if isinstance(spec, Mapping) else None
+    if not isinstance(workloads, list) or not any(
+        isinstance(w, Mapping) and isinstance(w.get("selector"), str) for w in workloads
+    ):
+        return doc
+    items: list[Any] = []
+    for index, workload in enumerate(workloads):
+        if isinstance(workload, Mapping) and isinstance(workload.get("selector"), str):
+            try:
+                selector = validators.parse_selector_string(workload["selector"])
+            except validators.SelectorError as exc:
+                raise ResourceError(f"spec.workloads[{index}].selector", exc.message) from None
+            workload = {**workload, "selector": selector}
+        items.append(workload)
+    return {**doc, "spec": {**spec, "workloads": items}}  # type: ignore[dict-item]
+
+
 def _netaware_spec(doc: Mapping[str, Any], default_namespace: str) -> AppGroupSpec:
+    """Structure (types, required fields, enums, patterns, bounds) is the CRD's openAPIV3Schema's
+    (``apps.crdschema``), every violation reported at once; what follows are the semantic rules the
+    schema cannot say: selector rules, quantities, the sensitivity sum, the graph."""
+    doc = _with_selector_objects(doc)
+    errors = crdschema.document_errors(doc)
+    if errors:
+        raise ResourceError(errors=errors)
     namespace, name, _ = _metadata(doc, default_namespace)
-    spec = _mapping(doc.get("spec"), "spec")
-    algorithm = _algorithm(
-        spec.get("topologySortingAlgorithm"), "spec.topologySortingAlgorithm", required=False
-    )
-    raw_workloads = _list(spec.get("workloads"), "spec.workloads")
-    if not raw_workloads:
-        raise ResourceError("spec.workloads", "must contain at least one workload")
+    spec = doc["spec"]
+    algorithm = spec.get("topologySortingAlgorithm") or toposort.DEFAULT_ALGORITHM
     workloads: list[WorkloadSpec] = []
     name_paths: list[str] = []
     dep_paths: list[list[str]] = []
-    for index, raw in enumerate(raw_workloads):
+    for index, item in enumerate(spec["workloads"]):
         base = f"spec.workloads[{index}]"
-        item = _mapping(raw, base)
-        workload_name = _workload_name(item.get("name"), f"{base}.name")
-        selector = parse_selector(item.get("selector"), f"{base}.selector")
-        weight = _number(item.get("weight"), f"{base}.weight", default=1.0)
-        controller = _mapping(item.get("controller"), f"{base}.controller", required=False)
-        controller_kind = _string(controller.get("kind"), f"{base}.controller.kind", required=False)
-        controller_name = _string(controller.get("name"), f"{base}.controller.name", required=False)
-        replicas = 1
-        if item.get("replicas") is not None:
-            replicas = _integer(item.get("replicas"), f"{base}.replicas", minimum=1)
-        resources = _mapping(item.get("resources"), f"{base}.resources", required=False)
+        selector = parse_selector(item["selector"], f"{base}.selector")
+        controller = item.get("controller") or {}
+        resources = item.get("resources") or {}
         cpu = memory = 0
         try:
             if resources.get("cpu") is not None:
@@ -314,26 +325,21 @@ def _netaware_spec(doc: Mapping[str, Any], default_namespace: str) -> AppGroupSp
             raise ResourceError(f"{base}.resources.memory", str(exc)) from None
         dependencies: list[DependencySpec] = []
         paths: list[str] = []
-        for dep_index, raw_dep in enumerate(
-            _list(item.get("dependencies"), f"{base}.dependencies", required=False)
-        ):
+        for dep_index, dep in enumerate(item.get("dependencies") or ()):
             dep_base = f"{base}.dependencies[{dep_index}]"
-            dep = _mapping(raw_dep, dep_base)
-            target = _workload_name(dep.get("name"), f"{dep_base}.name")
-            metrics = _mapping(dep.get("metrics"), f"{dep_base}.metrics")
-            sensitivity = _sensitivity(metrics, f"{dep_base}.metrics")
+            sensitivity = _sensitivity(dep["metrics"], f"{dep_base}.metrics")
             max_cost, min_bw = _dependency_limits(dep, dep_base)
-            dependencies.append(DependencySpec(target, sensitivity, max_cost, min_bw))
+            dependencies.append(DependencySpec(dep["name"], sensitivity, max_cost, min_bw))
             paths.append(f"{dep_base}.name")
         workloads.append(
             WorkloadSpec(
-                name=workload_name,
+                name=item["name"],
                 selector=selector,
-                weight=weight,
+                weight=float(item.get("weight", 1.0)),
                 dependencies=tuple(dependencies),
-                controller_kind=controller_kind,
-                controller_name=controller_name,
-                replicas=replicas,
+                controller_kind=controller.get("kind") or "",
+                controller_name=controller.get("name") or "",
+                replicas=int(item.get("replicas") or 1),
                 cpu_request_millicores=cpu,
                 memory_request_bytes=memory,
             )

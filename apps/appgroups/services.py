@@ -24,6 +24,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps import quantity
+from apps.fielderrors import FieldError
 from netaware_site import kube
 
 from . import resources, validators
@@ -43,13 +44,11 @@ SYNC_TASK_EXPIRES = 300
 SYNC_TASK = "apps.appgroups.tasks.sync_appgroup"
 
 
-class AppGroupValidationError(ValueError):
-    """Invalid AppGroup graph; ``errors`` maps field paths to messages."""
+class AppGroupValidationError(FieldError):
+    """Invalid AppGroup graph; ``errors`` maps model field paths (``workloads[1].latency``) to messages."""
 
     def __init__(self, errors: Mapping[str, list[str]]) -> None:
-        self.errors: dict[str, list[str]] = {key: list(value) for key, value in errors.items()}
-        first = next(iter(self.errors.items()), ("", [""]))
-        super().__init__(f"{first[0]}: {first[1][0]}" if first[0] else first[1][0])
+        super().__init__(errors=errors)
 
 
 def document_errors(exc: resources.ResourceError | AppGroupValidationError) -> dict[str, list[str]]:

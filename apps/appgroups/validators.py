@@ -11,6 +11,8 @@ import reprlib
 from collections.abc import Mapping
 from typing import Any
 
+from apps.fielderrors import FieldError
+
 # Used verbatim in the CRD schemas so the API server enforces the same syntax.
 DNS1123_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS1123_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -26,13 +28,8 @@ _DNS1123_SUBDOMAIN_RE = re.compile(DNS1123_SUBDOMAIN_PATTERN)
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
-class SelectorError(ValueError):
-    """An invalid label selector; ``path`` is relative to the selector (e.g. ``matchExpressions[0].values``)."""
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}" if path else message)
-        self.path = path
-        self.message = message
+class SelectorError(FieldError):
+    """An invalid label selector; ``field_path`` is relative to the selector (``matchExpressions[0].values``)."""
 
 
 _SHORT = reprlib.Repr()
@@ -50,27 +47,22 @@ def short(value: object) -> str:
     return text if len(text) <= SHORT_LIMIT else text[: SHORT_LIMIT - 3] + "..."
 
 
-def dns1123_label_error(value: str, what: str = "name") -> str | None:
+def _dns_error(value: object, what: str, limit: int, pattern: re.Pattern[str], allowed: str) -> str | None:
     if not isinstance(value, str) or not value:
         return f"{what} must be a non-empty string"
-    if len(value) > 63:
-        return f"{what} {short(value)} is longer than 63 characters"
-    if not _DNS1123_LABEL_RE.match(value):
-        return f"{what} {short(value)} must consist of lower case alphanumerics or '-', and start and end with an alphanumeric"
+    if len(value) > limit:
+        return f"{what} {short(value)} is longer than {limit} characters"
+    if not pattern.match(value):
+        return f"{what} {short(value)} must consist of {allowed}, and start and end with an alphanumeric"
     return None
+
+
+def dns1123_label_error(value: str, what: str = "name") -> str | None:
+    return _dns_error(value, what, 63, _DNS1123_LABEL_RE, "lower case alphanumerics or '-'")
 
 
 def dns1123_subdomain_error(value: str, what: str = "name") -> str | None:
-    if not isinstance(value, str) or not value:
-        return f"{what} must be a non-empty string"
-    if len(value) > 253:
-        return f"{what} {short(value)} is longer than 253 characters"
-    if not _DNS1123_SUBDOMAIN_RE.match(value):
-        return (
-            f"{what} {short(value)} must consist of lower case alphanumerics, '-' or '.', "
-            "and start and end with an alphanumeric"
-        )
-    return None
+    return _dns_error(value, what, 253, _DNS1123_SUBDOMAIN_RE, "lower case alphanumerics, '-' or '.'")
 
 
 def label_key_error(key: object) -> str | None:

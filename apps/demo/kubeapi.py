@@ -97,9 +97,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import jsonschema
 import orjson
 import yaml
+
+from apps import crdschema
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (group, version, plural)
@@ -348,156 +349,6 @@ def field_selector_matches(selector: str, obj: Obj) -> bool:
     return True
 
 
-_TYPES: dict[str, Any] = {
-    "object": dict,
-    "array": list,
-    "string": str,
-    "boolean": bool,
-    "integer": int,
-    "number": (int, float),
-}
-_HANDLED = {
-    "type",
-    "properties",
-    "required",
-    "additionalProperties",
-    "items",
-    "enum",
-    "minimum",
-    "maximum",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "minItems",
-    "maxItems",
-    "maxProperties",
-    "minProperties",
-    "description",
-    "format",
-    "default",
-    "nullable",
-    "x-kubernetes-list-type",
-    "x-kubernetes-list-map-keys",
-    "x-kubernetes-preserve-unknown-fields",
-    "x-kubernetes-validations",
-    "x-kubernetes-int-or-string",
-    "x-kubernetes-embedded-resource",
-    "anyOf",
-    "allOf",
-    "oneOf",
-    "title",
-    "example",
-}
-
-
-def _check(schema: dict[str, Any], value: Any, path: str, causes: list[dict[str, str]]) -> None:
-    """Structural OpenAPI v3 (CRD subset) validation; fast enough for 1 MiB objects.
-
-    CEL ``x-kubernetes-validations`` and ``format`` are not enforced (documented limitation);
-    anything outside the subset falls back to jsonschema."""
-
-    def bad(message: str) -> None:
-        causes.append({"reason": "FieldValueInvalid", "message": message, "field": path.lstrip(".")})
-
-    if value is None and schema.get("nullable"):
-        return
-    if not _HANDLED.issuperset(schema):
-        for error in jsonschema.Draft4Validator(schema).iter_errors(value):
-            bad(error.message)
-        return
-    if schema.get("x-kubernetes-int-or-string"):
-        if not isinstance(value, (int, str)) or isinstance(value, bool):
-            bad(f"must be an integer or a string, got {value!r}")
-        return
-    kind = schema.get("type")
-    if kind:
-        expected = _TYPES.get(kind, object)
-        if not isinstance(value, expected) or (kind in {"integer", "number"} and isinstance(value, bool)):
-            bad(f"Invalid value: {json.dumps(value)[:80]}: must be of type {kind}")
-            return
-    for sub in ("anyOf", "oneOf"):
-        if sub in schema:
-            options = schema[sub]
-            if not any(not _errors(option, value) for option in options):
-                bad(f"must match {sub} of the allowed schemas")
-    for option in schema.get("allOf", ()):
-        _check(option, value, path, causes)
-    if "enum" in schema and value not in schema["enum"]:
-        bad(f"Unsupported value: {json.dumps(value)[:80]}: supported values: {schema['enum']}")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            bad(f"Invalid value: {value}: should be greater than or equal to {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            bad(f"Invalid value: {value}: should be less than or equal to {schema['maximum']}")
-    elif isinstance(value, str):
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            bad(f"Invalid value: {value!r}: should be at least {schema['minLength']} chars long")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            bad(f"Too long: may not be longer than {schema['maxLength']}")
-        if "pattern" in schema and not re.search(schema["pattern"], value):
-            bad(f"Invalid value: {value!r}: should match '{schema['pattern']}'")
-    elif isinstance(value, list):
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            bad(f"should have at least {schema['minItems']} items")
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            bad(f"Too many: {len(value)}: must have at most {schema['maxItems']} items")
-        items = schema.get("items")
-        if isinstance(items, dict):
-            for index, item in enumerate(value):
-                _check(items, item, f"{path}[{index}]", causes)
-    elif isinstance(value, dict):
-        for required in schema.get("required", ()):
-            if required not in value:
-                causes.append(
-                    {
-                        "reason": "FieldValueRequired",
-                        "message": "Required value",
-                        "field": f"{path}.{required}".lstrip("."),
-                    }
-                )
-        if "maxProperties" in schema and len(value) > schema["maxProperties"]:
-            bad(f"must have at most {schema['maxProperties']} properties")
-        properties = schema.get("properties") or {}
-        extra = schema.get("additionalProperties")
-        for key, item in value.items():
-            if key in properties:
-                _check(properties[key], item, f"{path}.{key}", causes)
-            elif isinstance(extra, dict):
-                _check(extra, item, f"{path}.{key}", causes)
-
-
-def _prune_and_default(schema: dict[str, Any], value: Any, *, root: bool = False) -> Any:
-    """What the real API server does to a structural schema's objects before validation: unknown
-    fields are dropped (unless ``x-kubernetes-preserve-unknown-fields``) and ``default`` values are
-    filled in. ``metadata`` at the root is left alone (the server handles it separately)."""
-    if isinstance(value, dict) and schema.get("type") == "object":
-        if schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema:
-            return value
-        properties = schema.get("properties") or {}
-        extra = schema.get("additionalProperties")
-        for key in list(value):
-            if root and key in {"metadata", "apiVersion", "kind"}:
-                continue
-            if key in properties:
-                value[key] = _prune_and_default(properties[key], value[key])
-            elif isinstance(extra, dict):
-                value[key] = _prune_and_default(extra, value[key])
-            elif extra is True or schema.get("x-kubernetes-preserve-unknown-fields"):
-                continue
-            else:
-                del value[key]
-        for key, sub in properties.items():
-            if key not in value and isinstance(sub, dict) and "default" in sub:
-                value[key] = copy.deepcopy(sub["default"])
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [_prune_and_default(schema["items"], item) for item in value]
-    return value
-
-
-def _errors(schema: dict[str, Any], value: Any) -> list[dict[str, str]]:
-    causes: list[dict[str, str]] = []
-    _check(schema, value, "", causes)
-    return causes
 
 
 def _spec_part(obj: Obj) -> Obj:
@@ -1026,9 +877,9 @@ class FakeKube:
     def _validate(self, rt: ResourceType, obj: Obj) -> None:
         if not rt.schema:
             return
-        _prune_and_default(rt.schema, obj, root=True)
+        crdschema.prune_and_default(rt.schema, obj, root=True)
         causes: list[dict[str, str]] = []
-        _check(rt.schema, obj, "", causes)
+        crdschema.check(rt.schema, obj, "", causes)
         if causes:
             name = obj.get("metadata", {}).get("name", "")
             message = f'{rt.kind}.{rt.group} "{name}" is invalid: ' + "; ".join(
@@ -1132,7 +983,7 @@ class FakeKube:
         new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
         meta["resourceVersion"] = old_meta["resourceVersion"]
         if rt.schema:
-            _prune_and_default(rt.schema, new, root=True)
+            crdschema.prune_and_default(rt.schema, new, root=True)
         if new == old:
             return _copy(old)
         if _spec_part(new) != _spec_part(old):

@@ -271,7 +271,7 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
                         "the full RTT histogram and packet counters (45 series) [PROBE_RTT_EXPORT, default quantiles]")
     p.add_argument("--quantile-window", type=float, default=_env_float(env, "PROBE_QUANTILE_WINDOW", 300.0),
                    help="seconds of probes behind the exported quantiles and loss [PROBE_QUANTILE_WINDOW, default 300]")
-    p.add_argument("--max-peers", type=int, default=_env_int(env, "PROBE_MAX_PEERS", 24),
+    p.add_argument("--max-peers", type=int, default=_env_int(env, "PROBE_MAX_PEERS", plan.DEFAULT_MAX_PEERS),
                    help="K: peers probed at once, 0 = full mesh [PROBE_MAX_PEERS, default 24]")
     p.add_argument("--min-pairs", type=int, default=_env_int(env, "PROBE_MIN_PAIRS", plan.DEFAULT_MIN_PAIRS),
                    help="m: measured node pairs per zone pair the plan guarantees [PROBE_MIN_PAIRS, default 3]")

@@ -39,8 +39,6 @@ _Z90 = 1.2815515655446004  # standard normal 0.9 quantile
 _BANDWIDTH_NOISE = 0.03
 _MAX_CELLS = 2_000_000  # pair x sample cells per vectorized step: bounds memory after a long idle
 _NODE_PATH = re.compile(r"^/nodes/([^/]+)/metrics/?$")
-# The emulator follows the agents' default plan (K = 24, docs/scale.md).
-DEFAULT_EMULATED_MAX_PEERS = 24
 # prometheus_client's process collector on Linux: what every real agent adds to its pair series.
 _PROCESS_SERIES: tuple[tuple[str, str, float], ...] = (
     ("process_virtual_memory_bytes", "gauge", 180e6),
@@ -118,7 +116,7 @@ class Emulator:
         self.bandwidth_interval_s = float(bandwidth_interval_s)
         self.export = export
         self.histograms = export == metrics.EXPORT_HISTOGRAM
-        self.fanout = fanout if fanout is not None else plan.PlanSettings(max_peers=DEFAULT_EMULATED_MAX_PEERS)
+        self.fanout = fanout if fanout is not None else plan.PlanSettings()  # the agents' default plan (K = 24, docs/scale.md)
         self.bandwidth_fanout = plan.PlanSettings(max_peers=bandwidth_peers, min_pairs=self.fanout.min_pairs,
                                                   rotation_seconds=self.fanout.rotation_seconds)
         self.quantile_window_s = float(quantile_window_s)

@@ -30,7 +30,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-DEFAULT_MAX_PEERS = 30
+# The agents', the emulator's and settings.py's (PROBE_MAX_PEERS) K: one default, here.
+DEFAULT_MAX_PEERS = 24
 DEFAULT_MIN_PAIRS = 3
 DEFAULT_ROTATION_SECONDS = 6 * 3600
 # Bandwidth tests follow the same plan with a smaller K: each series costs as much as an RTT one and

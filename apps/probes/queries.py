@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from apps.fielderrors import FieldError
 from apps.yamlsafe import load_yaml
 
 from . import metrics
@@ -34,13 +35,8 @@ def source_matcher(label: str, sources: Sequence[str] | None) -> str:
     return f'{label}=~"{alternatives}"'
 
 
-class QueriesFileError(ValueError):
-    """A queries file is invalid; ``key`` is the dotted path of the offending entry."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{key}: {message}" if key else message)
-        self.key = key
-        self.message = message
+class QueriesFileError(FieldError):
+    """A queries file is invalid; ``field_path`` is the dotted path of the offending entry."""
 
 
 @dataclass(frozen=True)

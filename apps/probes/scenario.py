@@ -16,18 +16,14 @@ from typing import Any
 import yaml
 
 from apps import quantity
+from apps.fielderrors import FieldError
 from apps.yamlsafe import load_yaml
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
-class ScenarioError(ValueError):
-    """A scenario document is invalid; ``field`` names where (dotted path)."""
-
-    def __init__(self, field_path: str, message: str) -> None:
-        super().__init__(f"{field_path}: {message}" if field_path else message)
-        self.field = field_path
-        self.message = message
+class ScenarioError(FieldError):
+    """A scenario document is invalid; ``field_path`` names where (dotted path)."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import numpy as np
 from django.db import DatabaseError, InterfaceError
 
 from apps.appgroups import validators
+from apps.fielderrors import FieldError
 from apps.scheduler.scoring.state import PodInfo
 from netaware_site import kube
 
@@ -24,10 +25,11 @@ from . import selectors, wire
 from .scoring import engine
 
 
-class DiagnoseError(Exception):
+class DiagnoseError(FieldError):
+    """A query that cannot be answered: 400 (bad parameter), 404 (unknown pod), 503 (no database)."""
+
     def __init__(self, errors: Mapping[str, Any], status: int = 400) -> None:
-        super().__init__(str(errors))
-        self.errors = dict(errors)
+        super().__init__(errors=errors)
         self.status = status
 
 
@@ -151,7 +153,7 @@ def diagnose_pod(query: DiagnoseQuery) -> dict[str, Any]:
         state = selectors.build_cluster_state()
         profiles, default_profile = selectors.compiled_profiles()
     except (DatabaseError, InterfaceError) as exc:
-        raise DiagnoseError({"detail": f"the database is unavailable: {type(exc).__name__}: {exc}"},
+        raise DiagnoseError({"database": f"the database is unavailable: {type(exc).__name__}: {exc}"},
                             status=503) from exc
     problems: list[str] = []
     if query.profile:

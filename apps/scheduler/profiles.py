@@ -30,7 +30,7 @@ def validate_profile_fields(*, scorers: Any, filters: Any, params: Any) -> dict[
     error = profile_error(scorers=scorers, filters=filters, params=params)
     if error is None:
         return {}
-    top = error.field.split(".")[0].split("[")[0]
+    top = error.field_path.split(".")[0].split("[")[0]
     return {top if top in ("scorers", "filters", "params") else "non_field_errors": [str(error)]}
 
 

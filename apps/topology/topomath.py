@@ -25,6 +25,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
+from apps.fielderrors import FieldError
+
 # Cost units of the KEP's NetworkOverhead when nothing better is known.
 SAME_NODE_COST = 0.0
 SAME_ZONE_COST = 1.0
@@ -468,12 +470,11 @@ def nested_maps(topology: Topology, *, decimals: int = 4) -> dict[str, Any]:
     return out
 
 
-class TopologyDocumentError(ValueError):
+class TopologyDocumentError(FieldError):
     """An imported NetworkTopology document is invalid: ``errors`` maps field paths to messages."""
 
     def __init__(self, errors: Mapping[str, str]) -> None:
-        self.errors = dict(errors)
-        super().__init__("; ".join(f"{path}: {msg}" for path, msg in self.errors.items()))
+        super().__init__(errors=errors)
 
 
 def _join(path: str, key: str) -> str:

@@ -77,16 +77,14 @@ class AppGroupSerializer(serializers.ModelSerializer):
         return attrs
 
     def _save(self, validated_data: dict[str, Any], instance: AppGroup | None) -> AppGroup:
-        try:
-            return services.save_appgroup(
-                spec=validated_data["spec"],
-                origin=Origin.NETAWARE,
-                appgroup=instance,
-                description=validated_data.get("description", instance.description if instance else ""),
-                create_only=instance is None,
-            )
-        except services.AppGroupValidationError as exc:
-            raise serializers.ValidationError(exc.errors) from None
+        # An AppGroupValidationError is a FieldError: the API's exception handler makes it the 400.
+        return services.save_appgroup(
+            spec=validated_data["spec"],
+            origin=Origin.NETAWARE,
+            appgroup=instance,
+            description=validated_data.get("description", instance.description if instance else ""),
+            create_only=instance is None,
+        )
 
     def create(self, validated_data: dict[str, Any]) -> AppGroup:
         return self._save(validated_data, None)

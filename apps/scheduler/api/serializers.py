@@ -44,7 +44,7 @@ class SchedulerProfileSerializer(serializers.ModelSerializer):
         params = attrs.get("params", instance.params if instance else {})
         error = profile_error(scorers=scorers, filters=filters, params=params)
         if error is not None:
-            raise serializers.ValidationError({error.field or "non_field_errors": [error.message]})
+            raise serializers.ValidationError(error.errors)
         return attrs
 
 

@@ -6,10 +6,11 @@ from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
-from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from apps.fielderrors import error_body
 
 from .. import services
 from ..diagnose import DiagnoseError, diagnose_pod, parse_diagnose_query
@@ -72,6 +73,6 @@ class DiagnoseView(APIView):
             report = diagnose_pod(parse_diagnose_query(request.query_params))
         except DiagnoseError as exc:
             if exc.status == status.HTTP_400_BAD_REQUEST:
-                raise ValidationError(exc.errors) from exc
-            return Response(exc.errors, status=exc.status)
+                raise  # the API's one 400 shape (netaware_site/api_errors.py)
+            return Response(error_body(exc.errors), status=exc.status)  # 404/503 in the same shape
         return Response(report, status=status.HTTP_200_OK)

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from apps.fielderrors import FieldError
+
 from . import bandwidth, cold_start, load_aware, network_overhead, network_score, plans
 from .common import (
     MAX_EXTENDER_PRIORITY,
@@ -42,13 +44,8 @@ from .state import ClusterState, PodInfo
 PROFILE_ANNOTATION = "netaware.io/profile"
 
 
-class ProfileError(ValueError):
-    """A profile is invalid; ``field`` names where (dotted path)."""
-
-    def __init__(self, field_path: str, message: str) -> None:
-        super().__init__(f"{field_path}: {message}")
-        self.field = field_path
-        self.message = message
+class ProfileError(FieldError):
+    """A profile is invalid; ``field_path`` names where (dotted path)."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ import orjson
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,7 +15,6 @@ from rest_framework.views import APIView
 
 from .. import selectors, services
 from ..filtersets import NodeFilterSet, TopologySnapshotFilterSet
-from ..topomath import TopologyDocumentError
 from .serializers import (
     ErrorSerializer,
     NetworkTopologySerializer,
@@ -67,10 +65,7 @@ class ImportTopologyView(APIView):
         responses={201: NetworkTopologySerializer},
     )
     def post(self, request: Request) -> Response:
-        try:
-            snapshot = services.import_topology(document=request.data)
-        except TopologyDocumentError as exc:
-            raise ValidationError({path: [message] for path, message in exc.errors.items()}) from None
+        snapshot = services.import_topology(document=request.data)  # a TopologyDocumentError is a 400
         return Response(selectors.topology_document(snapshot=snapshot), status=status.HTTP_201_CREATED)
 
 

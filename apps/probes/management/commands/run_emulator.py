@@ -42,16 +42,16 @@ class Command(BaseCommand):
                             help="write a prometheus.yml scraping every emulated node, then serve")
         parser.add_argument("--scrape-interval", default="5s", help="scrape interval for the written config")
         conf = settings.NETAWARE
-        parser.add_argument("--export", choices=metrics.EXPORT_MODES, default=conf.get("PROBE_RTT_EXPORT", "quantiles"),
+        parser.add_argument("--export", choices=metrics.EXPORT_MODES, default=conf["PROBE_RTT_EXPORT"],
                             help="what the emulated agents export: quantiles (default) or histogram "
                                  "[NETAWARE_PROBE_RTT_EXPORT]")
-        parser.add_argument("--max-peers", type=int, default=conf.get("PROBE_MAX_PEERS", 24),
+        parser.add_argument("--max-peers", type=int, default=conf["PROBE_MAX_PEERS"],
                             help="K of the probe plan, 0 = full mesh [NETAWARE_PROBE_MAX_PEERS]")
-        parser.add_argument("--min-pairs", type=int, default=conf.get("PROBE_MIN_PAIRS", 3),
+        parser.add_argument("--min-pairs", type=int, default=conf["PROBE_MIN_PAIRS"],
                             help="m of the probe plan [NETAWARE_PROBE_MIN_PAIRS]")
-        parser.add_argument("--rotation-seconds", type=float, default=conf.get("PROBE_ROTATION_SECONDS", 21600.0),
+        parser.add_argument("--rotation-seconds", type=float, default=conf["PROBE_ROTATION_SECONDS"],
                             help="rotation period of the plan [NETAWARE_PROBE_ROTATION_SECONDS]")
-        parser.add_argument("--bandwidth-peers", type=int, default=conf.get("PROBE_BANDWIDTH_PEERS", 8),
+        parser.add_argument("--bandwidth-peers", type=int, default=conf["PROBE_BANDWIDTH_PEERS"],
                             help="K of the bandwidth plan, 0 = every peer [NETAWARE_PROBE_BANDWIDTH_PEERS]")
         parser.add_argument("--quantile-window", type=float, default=None,
                             help="seconds behind the agents' quantiles (default: NETAWARE_RATE_WINDOW)")

@@ -24,6 +24,6 @@ class Command(BaseCommand):
         try:
             snapshot = services.import_topology(document=document)
         except TopologyDocumentError as exc:
-            lines = "\n".join(f"  {path}: {message}" for path, message in exc.errors.items())
+            lines = "\n".join(f"  {path}: {'; '.join(messages)}" for path, messages in exc.errors.items())
             raise CommandError(f"{file}: invalid NetworkTopology document:\n{lines}") from exc
         self.stdout.write(f"imported topology v{snapshot.version} ({snapshot.node_count} nodes)")
