@@ -18,6 +18,7 @@ mutable parts; a view, once taken, never changes.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections import deque
@@ -134,6 +135,7 @@ class SchedulingCache:
         self._contrib: dict[PodKey, tuple[str, int, int, WorkloadKey | None] | None] = {}
         self._requested: dict[str, list[int]] = {}  # node -> [cpu, memory, pod count]
         self._members: dict[WorkloadKey, dict[PodKey, str]] = {}
+        self._member_keys: dict[WorkloadKey, list[PodKey]] = {}  # each workload's pod keys, sorted
         self._placements: dict[WorkloadKey, tuple[str, ...]] = {}
         self._bindings: deque[tuple[float, str]] = deque()  # (when, node) of recent bindings
         self._binding_counts: dict[str, int] = {}
@@ -375,14 +377,19 @@ class SchedulingCache:
             self._changed_nodes.add(node)
             if workload is not None:
                 members = self._members.setdefault(workload, {})
+                keys = self._member_keys.setdefault(workload, [])
                 if sign < 0:
-                    members.pop(key, None)
+                    if members.pop(key, None) is not None:
+                        del keys[bisect.bisect_left(keys, key)]
                 else:
+                    if key not in members:
+                        bisect.insort(keys, key)
                     members[key] = node
-                self._placements[workload] = tuple(members[k] for k in sorted(members))
-                if not members:
-                    del self._members[workload]
-                    del self._placements[workload]
+                if members:  # in pod-key order, kept sorted as pods come and go (no sort per bind)
+                    self._placements[workload] = tuple(map(members.__getitem__, keys))
+                else:
+                    del self._members[workload], self._member_keys[workload]
+                    self._placements.pop(workload, None)
                 self._placements_dirty = True
 
     def _note_binding(self, node: str) -> None:
