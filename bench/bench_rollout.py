@@ -8,7 +8,8 @@ Brings up, on free ports of 127.0.0.1 (nothing else needed but PostgreSQL and Re
 * the demo cluster API (``python -m apps.demo.kubeapi``, its own process) holding N Ready nodes
   (5 regions, zones of 50 nodes; 100 per zone from 2,000 nodes) and P pending pods of Online
   Boutique (``scenarios/online-boutique-appgroup.yaml``: its 11 workloads with replicas, upstream
-  requests, ``schedulerName: netaware-scheduler``), in a shuffled order;
+  requests, ``schedulerName: netaware-scheduler``), created in a shuffled order and scheduled in that
+  order (not the API's by-name listing);
 * a dedicated ``*bench*`` database with a dense synthetic N-node topology and the AppGroup;
 * the extender, ``python manage.py run_extender`` (granian, one process), whose informers list and
   watch the API;
@@ -52,13 +53,17 @@ APPGROUP_FILE = _cluster.APPGROUP_FILE
 SCHEDULER_NAME = _cluster.SCHEDULER_NAME
 
 
-def drive(api_url: str, extender: Any, seed: int, parallelism: int) -> tuple[Any, float]:
-    """The rollout, and the driver's own CPU ms per pod (kube-scheduler's share)."""
+def drive(api_url: str, extender: Any, seed: int, parallelism: int, created: dict[str, int]) -> tuple[Any, float]:
+    """The rollout, and the driver's own CPU ms per pod (kube-scheduler's share).
+
+    Pods go in the order they were created (shuffled workloads), as kube-scheduler's queue orders
+    pods of equal priority by when they arrived; the API lists them sorted by name, which would
+    schedule every replica of one workload in a row."""
     from apps.demo.rollout import KubeScheduler
 
     scheduler = KubeScheduler(api_url=api_url, extender=extender, scheduler_name=SCHEDULER_NAME, seed=seed,
                               bind_parallelism=parallelism)
-    pending = scheduler.load()
+    pending = sorted(scheduler.load(), key=lambda obj: created[obj["metadata"]["name"]])
     cpu = time.process_time()
     result = scheduler.run(pending)
     return result, (time.process_time() - cpu) * 1000 / max(1, len(result.scheduled))
@@ -92,7 +97,8 @@ def main() -> None:
     _cluster.seed_database(topology, appgroup_doc)
     objects = _cluster.cluster_objects(topology, appgroup_doc, args.pods, args.seed)
     del topology
-    pod_names = {o["metadata"]["name"] for o in objects if o["kind"] == "Pod"}
+    created = {o["metadata"]["name"]: i for i, o in enumerate(o for o in objects if o["kind"] == "Pod")}
+    pod_names = set(created)
 
     procs = _cluster.Procs()
     out: dict[str, Any] = {"nodes": args.nodes, "pods": args.pods, "seed": args.seed,
@@ -110,7 +116,7 @@ def main() -> None:
         cpu_before = _cluster.cpu_seconds(tree)
         api_cpu = _cluster.cpu_seconds(_cluster.process_tree(procs.procs[0].pid))
         result, driver_cpu = drive(api_url, ExtenderConfig(url=f"http://127.0.0.1:{port}/scheduler"), args.seed,
-                          args.bind_parallelism)
+                                   args.bind_parallelism, created)
         cpu = _cluster.cpu_seconds(_cluster.process_tree(extender.pid)) - cpu_before
         api_cpu = _cluster.cpu_seconds(_cluster.process_tree(procs.procs[0].pid)) - api_cpu
         rss = max(_cluster.rss_mib(pid)[0] for pid in _cluster.process_tree(extender.pid))
@@ -147,8 +153,9 @@ def main() -> None:
                         dict(os.environ), tport)
             trivial_tree = _cluster.process_tree(trivial_proc.pid)
             trivial_cpu = _cluster.cpu_seconds(trivial_tree)
-            trivial, trivial_driver_cpu = drive(trivial_api, ExtenderConfig(url=f"http://127.0.0.1:{tport}/scheduler", bind_verb=""),
-                               args.seed, args.bind_parallelism)
+            trivial, trivial_driver_cpu = drive(trivial_api, ExtenderConfig(url=f"http://127.0.0.1:{tport}/scheduler",
+                                                                            bind_verb=""),
+                                                args.seed, args.bind_parallelism, created)
             trivial_cpu = _cluster.cpu_seconds(_cluster.process_tree(trivial_proc.pid)) - trivial_cpu
             out.update(trivial_pods_per_s=round(trivial.pods_per_s, 1),
                        trivial_cpu_ms_per_pod=round(trivial_cpu * 1000 / max(1, len(trivial.scheduled)), 3),

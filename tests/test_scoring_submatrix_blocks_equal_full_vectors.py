@@ -1,7 +1,8 @@
 """For a few candidates of a large topology the scorers read the (targets x candidates) submatrix
-instead of full per-target vectors (``TopologyVectors.block``): the normalized values, the missing
-pairs and so every score are exactly those of the full vectors, and Algorithm 2 still matches the
-per-node reference loop."""
+instead of full per-target vectors (``TopologyVectors.block``), and a small topology keeps all its
+vectors at once (one gather per stack): either way the normalized values, the missing pairs and so
+every score are exactly those of the per-target vectors, and Algorithm 2 still matches the per-node
+reference loop."""
 
 from __future__ import annotations
 
@@ -66,3 +67,26 @@ def test_network_scores_on_a_few_candidates_match_the_reference_loop():
         for node, got in zip(candidates, scores, strict=True):
             want = network_score.naive_network_score(state, ref, node)
             assert abs(got - want) < 1e-3, (workload.name, node, got, want)
+
+
+def _stack_from_vectors(vectors: TopologyVectors, targets: np.ndarray, reverse: bool):
+    raw = np.stack([vectors.vector(int(t), reverse) for t in targets], axis=1)
+    nan = np.isnan(raw)
+    nan_u, nan_col = np.nonzero(nan.any(axis=0))
+    return np.where(nan, np.float32(0.0), raw), nan_u, nan_col, raw[:, nan_u, nan_col].astype(np.float64)
+
+
+def test_stacks_gathered_from_the_whole_topology_equal_per_target_vectors():
+    vectors = TopologyVectors(_topology(5))
+    rng = np.random.default_rng(6)
+    for _ in range(40):
+        targets = np.unique(rng.choice(N, rng.integers(1, N)))
+        for reverse in (False, True):
+            got = vectors.stacked(targets, reverse)
+            zeros, nan_u, nan_col, nan_vals = _stack_from_vectors(vectors, targets, reverse)
+            np.testing.assert_array_equal(got.zeros, zeros)
+            np.testing.assert_array_equal(got.nan_u, nan_u)
+            np.testing.assert_array_equal(got.nan_col, nan_col)
+            np.testing.assert_array_equal(got.nan_vals, nan_vals)  # NaN where both are NaN
+            assert not got.zeros.flags.writeable
+    assert set(vectors._dense_parts) == {False, True}  # the whole-topology path answered

@@ -18,6 +18,7 @@ mutable parts; a view, once taken, never changes.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections import deque
@@ -137,7 +138,9 @@ class SchedulingCache:
         # What each pod contributes now: (node, cpu, memory, workload) or None.
         self._contrib: dict[PodKey, tuple[str, int, int, WorkloadKey | None] | None] = {}
         self._requested: dict[str, list[int]] = {}  # node -> [cpu, memory, pod count]
-        self._members: dict[WorkloadKey, dict[PodKey, str]] = {}
+        self._member_keys: dict[WorkloadKey, list[PodKey]] = {}  # each workload's placed pods, sorted
+        self._member_nodes: dict[WorkloadKey, list[str]] = {}  # and their nodes, in the same order
+        self._workload_memo: dict[PodKey, tuple[PodRecord, WorkloadKey | None]] = {}  # per record object
         self._placements: dict[WorkloadKey, tuple[str, ...]] = {}
         self._bindings: deque[tuple[float, str]] = deque()  # (when, node) of recent bindings
         self._binding_counts: dict[str, int] = {}
@@ -170,6 +173,7 @@ class SchedulingCache:
     def set_appgroups(self, appgroups: Iterable[AppGroupSpec]) -> None:
         with self._lock:
             self._appgroups = tuple(appgroups)
+            self._workload_memo.clear()
             for key in list(self._pods):
                 self._recount(key)
             self._mark("appgroups", ok=True)
@@ -348,12 +352,19 @@ class SchedulingCache:
         self._assumed.pop(key, None)
         self._recount(key)
         self._contrib.pop(key, None)
+        self._workload_memo.pop(key, None)
 
     def _workload_of(self, pod: PodRecord) -> WorkloadKey | None:
+        """The pod's workload, resolved once per record (a new record or new AppGroups resolve again)."""
         if pod.workload is not None:
             return pod.workload
+        hit = self._workload_memo.get(pod.key)
+        if hit is not None and hit[0] is pod:
+            return hit[1]
         ref, _ = resolve_in(self._appgroups, namespace=pod.namespace, labels=pod.labels)
-        return ref.key if ref is not None else None
+        workload = ref.key if ref is not None else None
+        self._workload_memo[pod.key] = (pod, workload)
+        return workload
 
     def _recount(self, key: PodKey) -> None:
         """Re-derive what the pod contributes (resources on a node, a placement) and apply the delta."""
@@ -378,15 +389,25 @@ class SchedulingCache:
             totals[2] += sign
             self._changed_nodes.add(node)
             if workload is not None:
-                members = self._members.setdefault(workload, {})
+                # Pod keys kept sorted with their nodes alongside: the placements tuple (in pod-key
+                # order) is a copy of a list, not a sort and a lookup per member on every bind.
+                keys = self._member_keys.setdefault(workload, [])
+                nodes = self._member_nodes.setdefault(workload, [])
+                at = bisect.bisect_left(keys, key)
+                present = at < len(keys) and keys[at] == key
                 if sign < 0:
-                    members.pop(key, None)
+                    if present:
+                        del keys[at], nodes[at]
+                elif present:
+                    nodes[at] = node
                 else:
-                    members[key] = node
-                self._placements[workload] = tuple(members[k] for k in sorted(members))
-                if not members:
-                    del self._members[workload]
-                    del self._placements[workload]
+                    keys.insert(at, key)
+                    nodes.insert(at, node)
+                if keys:
+                    self._placements[workload] = tuple(nodes)
+                else:
+                    del self._member_keys[workload], self._member_nodes[workload]
+                    self._placements.pop(workload, None)
                 self._placements_dirty = True
 
     def _note_binding(self, node: str) -> None:

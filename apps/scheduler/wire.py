@@ -462,8 +462,8 @@ def filter_error(error: str) -> bytes:
     return filter_result(args=None, passed=(), failed={}, unresolvable={}, error=error)
 
 
-_SCORE_SUFFIX = [b"%d}" % i for i in range(11)]
-_SCORE_SUFFIX_COMMA = [b"%d}," % i for i in range(11)]
+_SCORE_SUFFIX = tuple(b"%d}" % i for i in range(11))
+_SCORE_SUFFIX_COMMA = tuple(b"%d}," % i for i in range(11))
 
 
 def _host_prefix(host: str) -> bytes:

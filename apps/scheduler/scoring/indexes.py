@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 _VECTOR_BYTES = 64 * 2**20
 _STACK_BYTES = 32 * 2**20
 _PLACED_ENTRIES = 512  # workloads' placement tuples (a few kB each at most)
+# Both orientations of a topology's normalized metrics kept whole (float32) up to this size: ~1,150
+# nodes. Larger topologies build stacks from per-target vectors, or read submatrices (``block``).
+_DENSE_BYTES = 32 * 2**20
 
 
 def lookup(index: Mapping[str, int], names: Sequence[str]) -> np.ndarray:
@@ -130,6 +133,17 @@ class Stack:
 
 
 @dataclass(frozen=True)
+class Dense:
+    """All of one orientation's vectors: ``zeros[:, t, :]`` is target ``t``'s vector with NaN as 0;
+    the pairs missing some metric, sorted by (target, node), with their values (NaN kept)."""
+
+    zeros: np.ndarray  # (3, n, n) float32
+    nan_target: np.ndarray
+    nan_col: np.ndarray
+    nan_vals: np.ndarray  # (3, P) float32
+
+
+@dataclass(frozen=True)
 class Placed:
     """Distinct topology positions of a workload's placed pods, pods per position, and the nodes
     the topology does not know (sorted; their pods are left out)."""
@@ -158,6 +172,8 @@ class TopologyVectors:
             codes = np.zeros(0, dtype=np.int64)
         self.zone_codes = np.asarray(codes, dtype=np.int64)
         self._placed: OrderedDict[tuple[str, ...], Placed] = OrderedDict()
+        self._dense_parts: dict[bool, Dense] = {}
+        self._build_lock = threading.Lock()
 
     def placed(self, nodes: tuple[str, ...]) -> Placed:
         """Where the pods placed on ``nodes`` (one entry per pod) sit in this topology. Memoized by
@@ -184,6 +200,31 @@ class TopologyVectors:
             while len(self._placed) > _PLACED_ENTRIES:
                 self._placed.popitem(last=False)
         return entry
+
+    def _dense(self, reverse: bool) -> Dense | None:
+        """Every target's vectors at once, for a topology small enough (``_DENSE_BYTES`` for both
+        orientations): a stack is then one gather. Built on first use, with the same elementwise
+        normalization as ``vector``, so row ``t`` equals ``vector(t)`` exactly (tested)."""
+        if 2 * 3 * 4 * self.n * self.n > _DENSE_BYTES or self.n == 0:
+            return None
+        hit = self._dense_parts.get(reverse)
+        if hit is not None:
+            return hit
+        with self._build_lock:
+            if reverse not in self._dense_parts:
+                topology = self.topology
+                # raw[m, t, j]: metric m from t to j (the reverse vectors' rows), normalized.
+                raw = np.empty((3, self.n, self.n), dtype=np.float32)
+                raw[0] = normalize_latency(np.asarray(topology.latency_ms, dtype=np.float64), self.extrema)
+                raw[1] = normalize_bandwidth(np.asarray(topology.bandwidth_mbps, dtype=np.float64), self.extrema)
+                raw[2] = normalize_loss(np.asarray(topology.loss_pct, dtype=np.float64), self.extrema)
+                for rev, arr in ((True, raw), (False, np.ascontiguousarray(raw.transpose(0, 2, 1)))):
+                    nan = np.isnan(arr)
+                    nan_target, nan_col = np.nonzero(nan.any(axis=0))
+                    zeros = np.where(nan, np.float32(0.0), arr)
+                    zeros.setflags(write=False)
+                    self._dense_parts[rev] = Dense(zeros, nan_target, nan_col, arr[:, nan_target, nan_col])
+        return self._dense_parts[reverse]
 
     def vector(self, target: int, reverse: bool) -> np.ndarray:
         """(3, n) float32: normalized latency/bandwidth/loss from every node to ``target``
@@ -241,12 +282,19 @@ class TopologyVectors:
             if hit is not None:
                 self._stacks.move_to_end(key)
                 return hit
-        raw = np.stack([self.vector(int(t), reverse) for t in targets], axis=1)  # (3, U, n)
-        nan = np.isnan(raw)
-        nan_u, nan_col = np.nonzero(nan.any(axis=0))
-        zeros = np.where(nan, np.float32(0.0), raw)
+        dense = self._dense(reverse) if targets.size else None
+        if dense is not None:
+            zeros = np.take(dense.zeros, targets, axis=1)  # one C-contiguous gather: no U vectors, isnan, where
+            at = np.minimum(np.searchsorted(targets, dense.nan_target), targets.size - 1)
+            picked = targets[at] == dense.nan_target
+            entry = Stack(zeros, at[picked], dense.nan_col[picked], dense.nan_vals[:, picked].astype(np.float64))
+        else:
+            raw = np.stack([self.vector(int(t), reverse) for t in targets], axis=1)  # (3, U, n)
+            nan = np.isnan(raw)
+            nan_u, nan_col = np.nonzero(nan.any(axis=0))
+            zeros = np.where(nan, np.float32(0.0), raw)
+            entry = Stack(zeros, nan_u, nan_col, raw[:, nan_u, nan_col].astype(np.float64))
         zeros.setflags(write=False)
-        entry = Stack(zeros, nan_u, nan_col, raw[:, nan_u, nan_col].astype(np.float64))
         with self._lock:
             self._stacks[key] = entry
             self._stack_bytes += entry.zeros.nbytes
