@@ -10,8 +10,8 @@ import random
 
 from apps.scheduler.cache import BindRefused, NodeRecord, PodRecord, SchedulingCache
 from apps.scheduler.scoring.common import resolve_in
-from apps.scheduler.scoring.fixtures import paper_appgroup, pod_labels
 from apps.scheduler.scoring.state import NodeResources
+from tests.support.scoring_fixtures import paper_appgroup, pod_labels
 
 OURS = "netaware-scheduler"
 NODES = [f"n{i}" for i in range(6)]
