@@ -30,10 +30,13 @@ def _wait(check, what: str, timeout: float = 20.0) -> None:  # type: ignore[no-u
 
 
 class RedisServer:
-    """``redis-server`` on a free port, nothing on disk."""
+    """``redis-server`` on a free port with a data directory of its own; ``args`` are its persistence
+    flags (default: nothing on disk)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, args: tuple[str, ...] = ("--save", "", "--appendonly", "no")) -> None:
         self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="netaware-redis-"))
+        self.args = args
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -42,16 +45,21 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-        self.proc = subprocess.Popen([binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen([binary, "--port", str(self.port), "--bind", "127.0.0.1", *self.args,
+                                      "--dir", str(self.dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _wait(lambda: redis.Redis(port=self.port, socket_timeout=0.5).ping(), "redis-server")
         return self
 
     def stop(self) -> None:
+        """SIGTERM: a clean shutdown (what a Deployment's restart sends), which syncs its files."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(10)
         self.proc = None
+
+    def destroy(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def pause(self) -> None:
         """Hang: the process stops answering but keeps its connections open."""
