@@ -299,6 +299,8 @@ NETAWARE = {
     # Redis usually arrive first) and how often node usage is reloaded.
     "STATE_DB_CHECK_SECONDS": env_float("NETAWARE_STATE_DB_CHECK_SECONDS", 2.0),
     "STATE_MAX_AGE_SECONDS": env_float("NETAWARE_STATE_MAX_AGE_SECONDS", 15.0),
+    # A loader round waiting longer than this on the database (hung, not refusing) is noted as stale.
+    "STATE_HANG_SECONDS": env_float("NETAWARE_STATE_HANG_SECONDS", 5.0),
     # Several extender replicas: only the holder of this Lease (in KUBE_NAMESPACE) answers.
     "EXTENDER_LEADER_ELECTION": env_bool("NETAWARE_EXTENDER_LEADER_ELECTION", False),
     "EXTENDER_LEASE_NAME": env("NETAWARE_EXTENDER_LEASE_NAME", "netaware-extender"),

@@ -113,6 +113,30 @@ class PostgresServer:
         with contextlib.suppress(subprocess.CalledProcessError):
             self._as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", "-m", mode, "stop")
 
+    def _pids(self) -> list[int]:
+        """The postmaster and every process under it (backends, background workers)."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        pids, todo = [], [postmaster]
+        while todo:
+            pid = todo.pop()
+            pids.append(pid)
+            for task in Path(f"/proc/{pid}/task").glob("*"):
+                with contextlib.suppress(OSError):
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+        return pids
+
+    def pause(self) -> None:
+        """Hang the whole server (SIGSTOP): connections stay open, nothing answers, new connections
+        are accepted by the kernel and then wait."""
+        for pid in self._pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        for pid in self._pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
     def create_database(self, name: str) -> str:
         with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
