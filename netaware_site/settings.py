@@ -157,6 +157,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # Redis redelivers a message whose worker vanished entirely (SIGKILL of the whole worker) after this.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_SECONDS", 600)}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Redis (the broker) lost mid-task: a late-acked task can no longer be acknowledged and Redis will
+# redeliver it, so cancel it rather than let both copies run (docs/deploy.md, "When something fails").
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Queue that tasks go to and workers consume by default; a test session uses its own (tests/support/isolation.py).
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_TASK_DEFAULT_QUEUE", "celery")

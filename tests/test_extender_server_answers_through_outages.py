@@ -12,13 +12,10 @@ import time
 import psycopg
 import pytest
 
-from tests.support.extender_server import extender_server
-from tests.support.extender_wire import PAPER_TESTBED
-from tests.support.outages import Driver, decisions, drain, seeded_stores, store_env
+from tests.support.outages import OURS, decisions, drain, driven_extender, paper_cluster, seeded_stores
 
 pytestmark = pytest.mark.slow
 
-OURS = "netaware-scheduler"
 
 
 @pytest.fixture
@@ -29,19 +26,10 @@ def stores():
 
 def test_outages_of_postgres_redis_and_the_watch(stores, fake_kube):
     pg, rs, database = stores
-    from apps.probes.scenario import load_scenario
-
-    scenario = load_scenario(PAPER_TESTBED)
-    for node in scenario.nodes:
-        fake_kube.add_node(node.name, zone=node.zone, region=node.region)
-    pods = {name: fake_kube.add_pod("default", name, labels={"app": app}, scheduler_name=OURS,
-                                    requests={"cpu": "100m", "memory": "64Mi"})
-            for name, app in (("cart-0", "cartservice"), ("redis-0", "redis-cart"), ("cart-1", "cartservice"),
-                              ("front-0", "frontend"), ("front-1", "frontend"))}
-    with extender_server(kube_url=fake_kube.url, env={**store_env(database, rs.url),
-                                                      "NETAWARE_STATE_DB_CHECK_SECONDS": "0.3",
-                                                      "NETAWARE_STATE_MAX_AGE_SECONDS": "0.3"}) as ext:
-        driver = Driver(ext.url, list(scenario.node_names))
+    nodes, pods = paper_cluster(fake_kube, {"cart-0": "cartservice", "redis-0": "redis-cart", "cart-1": "cartservice",
+                                            "front-0": "frontend", "front-1": "frontend"})
+    with driven_extender(kube_url=fake_kube.url, database=database, redis_url=rs.url, nodes=nodes,
+                         NETAWARE_STATE_MAX_AGE_SECONDS="0.3") as (ext, driver):
         assert driver.bind(pods["redis-0"], "n1412") == ""
         baseline = driver.ask(pods["cart-0"])
         assert baseline[1]["n1412"] == 8  # the placed dependency counts (same node 0.8)

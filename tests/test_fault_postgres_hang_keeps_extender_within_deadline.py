@@ -12,19 +12,10 @@ import time
 import psycopg
 import pytest
 
-from tests.support.extender_server import extender_server
-from tests.support.extender_wire import PAPER_TESTBED
-from tests.support.outages import DEADLINE, Driver, decisions, drain, seeded_stores, store_env
+from tests.support.outages import DEADLINE, decisions, drain, driven_extender, paper_cluster, seeded_stores
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.slow
-OURS = "netaware-scheduler"
-
-
-@pytest.fixture
-def stores():
-    with seeded_stores() as running:
-        yield running
 
 
 def timed_get(ext, path: str) -> tuple[int, float]:
@@ -33,21 +24,12 @@ def timed_get(ext, path: str) -> tuple[int, float]:
     return status, time.monotonic() - started
 
 
-def test_hung_postgres(stores, fake_kube):
-    pg, rs, database = stores
-    from apps.probes.scenario import load_scenario
-
-    scenario = load_scenario(PAPER_TESTBED)
-    for node in scenario.nodes:
-        fake_kube.add_node(node.name, zone=node.zone, region=node.region)
+def test_hung_postgres(fake_kube):
     names = ["before-0", *(f"hung-{i}" for i in range(4))]
-    pods = {name: fake_kube.add_pod("default", name, labels={"app": "cartservice"}, scheduler_name=OURS,
-                                    requests={"cpu": "100m", "memory": "64Mi"}) for name in [*names, "bound-0"]}
-    with extender_server(kube_url=fake_kube.url, env={**store_env(database, rs.url),
-                                                      "NETAWARE_STATE_DB_CHECK_SECONDS": "0.3",
-                                                      "NETAWARE_STATE_MAX_AGE_SECONDS": "0.3",
-                                                      "NETAWARE_STATE_HANG_SECONDS": "0.5"}) as ext:
-        driver = Driver(ext.url, list(scenario.node_names))
+    nodes, pods = paper_cluster(fake_kube, dict.fromkeys([*names, "bound-0"], "cartservice"))
+    with seeded_stores() as (pg, rs, database), driven_extender(
+            kube_url=fake_kube.url, database=database, redis_url=rs.url, nodes=nodes,
+            NETAWARE_STATE_MAX_AGE_SECONDS="0.3", NETAWARE_STATE_HANG_SECONDS="0.5") as (ext, driver):
         baseline = driver.ask(pods["before-0"])
 
         pg.pause()

@@ -18,14 +18,12 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from tests.support.extender_server import ROOT, extender_server
-from tests.support.extender_wire import PAPER_TESTBED
-from tests.support.outages import Driver, decisions, seeded_stores, store_env
+from tests.support.extender_server import ROOT
+from tests.support.outages import decisions, driven_extender, paper_cluster, seeded_stores, store_env
 from tests.support.pipeline import emulated_cluster
 from tests.support.processes import celery, together, wait_for
 
 pytestmark = pytest.mark.slow
-OURS = "netaware-scheduler"
 WIDTH = 2
 NODE_SERIES = 3 * 3  # 3 nodes x (cpu, memory, network) per window
 TASKS = ("apps.probes.tasks.pull_metrics", "scheduler.drain_decisions")
@@ -46,14 +44,8 @@ def watermark(database: str) -> datetime | None:
 
 
 def test_postgres_restart_under_pipeline_and_extender(fake_kube, tmp_path):
-    from apps.probes.scenario import load_scenario
-
-    scenario = load_scenario(PAPER_TESTBED)
-    for node in scenario.nodes:
-        fake_kube.add_node(node.name, zone=node.zone, region=node.region)
     names = [f"{phase}-{i}" for phase in ("before", "during", "after") for i in range(3)]
-    pods = {name: fake_kube.add_pod("default", name, labels={"app": "cartservice"}, scheduler_name=OURS)
-            for name in names}
+    nodes, pods = paper_cluster(fake_kube, dict.fromkeys(names, "cartservice"))
     with together(seeded_stores(), emulated_cluster(warmup_s=2.0)) as ((pg, rs, database), cluster):
         env = {**store_env(database, rs.url), "PROMETHEUS_URL": cluster.url,
                "NETAWARE_PULL_WINDOW_SECONDS": str(WIDTH), "NETAWARE_RATE_WINDOW": "10s",
@@ -63,8 +55,8 @@ def test_postgres_restart_under_pipeline_and_extender(fake_kube, tmp_path):
                        cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)}, check=True, capture_output=True)
         with celery("worker", env=env, log=tmp_path / "worker.log") as worker, \
                 celery("beat", env=env, log=tmp_path / "beat.log") as beat, \
-                extender_server(kube_url=fake_kube.url, env={**env, "NETAWARE_STATE_DB_CHECK_SECONDS": "0.3"}) as ext:
-            driver = Driver(ext.url, list(scenario.node_names))
+                driven_extender(kube_url=fake_kube.url, database=database, redis_url=rs.url, nodes=nodes,
+                                PROMETHEUS_URL=cluster.url) as (_, driver):
             wait_for(lambda: any(n == NODE_SERIES for n in node_windows(database).values()), 30,
                      "complete windows pulled")
             for name in names[:3]:

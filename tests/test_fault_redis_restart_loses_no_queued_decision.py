@@ -16,13 +16,11 @@ import redis
 import yaml
 
 from apps.scheduler.decisionlog import DECISION_QUEUE_KEY
-from tests.support.extender_server import ROOT, extender_server
-from tests.support.extender_wire import PAPER_TESTBED
-from tests.support.outages import Driver, decisions, drain, seeded_stores, store_env
+from tests.support.extender_server import ROOT
+from tests.support.outages import decisions, drain, driven_extender, paper_cluster, seeded_stores
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.slow
-OURS = "netaware-scheduler"
 
 
 def shipped_persistence_flags() -> tuple[str, ...]:
@@ -47,26 +45,12 @@ def test_shipped_redis_keeps_an_append_only_file():
     assert "redisdata:/data" in Path(ROOT / "docker-compose.yml").read_text()
 
 
-@pytest.fixture
-def stores():
-    with seeded_stores(redis_args=shipped_persistence_flags()) as running:
-        yield running
-
-
-def test_redis_restart_and_hang_lose_no_decision(stores, fake_kube):
-    _pg, rs, database = stores
-    from apps.probes.scenario import load_scenario
-
-    scenario = load_scenario(PAPER_TESTBED)
-    for node in scenario.nodes:
-        fake_kube.add_node(node.name, zone=node.zone, region=node.region)
+def test_redis_restart_and_hang_lose_no_decision(fake_kube):
     names = [f"{phase}-{i}" for phase in ("queued", "away", "hung") for i in range(3)]
-    pods = {name: fake_kube.add_pod("default", name, labels={"app": "cartservice"}, scheduler_name=OURS,
-                                    requests={"cpu": "100m", "memory": "64Mi"}) for name in names}
-    queue = redis.Redis(port=rs.port, socket_timeout=2)
-    with extender_server(kube_url=fake_kube.url, env={**store_env(database, rs.url),
-                                                      "NETAWARE_STATE_DB_CHECK_SECONDS": "0.3"}) as ext:
-        driver = Driver(ext.url, list(scenario.node_names))
+    nodes, pods = paper_cluster(fake_kube, dict.fromkeys(names, "cartservice"))
+    with seeded_stores(redis_args=shipped_persistence_flags()) as (_pg, rs, database), \
+            driven_extender(kube_url=fake_kube.url, database=database, redis_url=rs.url, nodes=nodes) as (_, driver):
+        queue = redis.Redis(port=rs.port, socket_timeout=2)
         baseline = driver.ask(pods["queued-0"])
         for name in names[1:3]:
             assert driver.ask(pods[name]) == baseline
@@ -93,6 +77,6 @@ def test_redis_restart_and_hang_lose_no_decision(stores, fake_kube):
         time.sleep(0.5)
 
         drain(rs.url, database, "queued-0", 2)
-    for name in names:
-        assert [verb for verb, _, _ in decisions(database, name)] == ["filter", "prioritize"], name
-    assert queue.llen(DECISION_QUEUE_KEY) == 0
+        for name in names:
+            assert [verb for verb, _, _ in decisions(database, name)] == ["filter", "prioritize"], name
+        assert queue.llen(DECISION_QUEUE_KEY) == 0

@@ -10,16 +10,17 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import orjson
 import psycopg
 
 from apps.demo.rollout import Endpoint
-from tests.support.extender_server import ROOT
+from tests.support.extender_server import ROOT, ExtenderServer, extender_server
 from tests.support.extender_wire import PAPER_TESTBED
 from tests.support.services import PostgresServer, RedisServer
 
+OURS = "netaware-scheduler"
 DEADLINE = 1.0  # seconds: far below kube-scheduler's httpTimeout (5 s); an answer past it is a hang
 BIND_DEADLINE = 3.0  # NETAWARE_BIND_DEADLINE_SECONDS
 
@@ -56,6 +57,29 @@ def seeded_stores(*, redis_args: tuple[str, ...] | None = None) -> Iterator[tupl
     finally:
         rs.destroy()
         pg.destroy()
+
+
+def paper_cluster(fake_kube, pods: Mapping[str, str]) -> tuple[list[str], dict[str, dict]]:  # type: ignore[no-untyped-def]
+    """The paper testbed's nodes and ``pods`` (name -> app label, ours to schedule) in the fake
+    Kubernetes API; returns the node names and the pod objects."""
+    from apps.probes.scenario import load_scenario
+
+    scenario = load_scenario(PAPER_TESTBED)
+    for node in scenario.nodes:
+        fake_kube.add_node(node.name, zone=node.zone, region=node.region)
+    return list(scenario.node_names), {
+        name: fake_kube.add_pod("default", name, labels={"app": app}, scheduler_name=OURS,
+                                requests={"cpu": "100m", "memory": "64Mi"}) for name, app in pods.items()}
+
+
+@contextlib.contextmanager
+def driven_extender(*, kube_url: str, database: str, redis_url: str, nodes: list[str],
+                    **env: str) -> Iterator[tuple[ExtenderServer, Driver]]:
+    """The extender server on these stores (loader checks every 0.3 s; ``env``: more settings) and a
+    driver sending it ``nodes`` as candidates."""
+    with extender_server(kube_url=kube_url, env={**store_env(database, redis_url),
+                                                 "NETAWARE_STATE_DB_CHECK_SECONDS": "0.3", **env}) as ext:
+        yield ext, Driver(ext.url, nodes)
 
 
 class Driver:

@@ -59,7 +59,8 @@ def pipeline_every_second(*tasks: str) -> None:
         task.enabled = task.task in tasks
         task.interval = second if task.enabled else task.interval
         task.save()
-    assert PeriodicTask.objects.filter(enabled=True).count() == len(tasks)
+    enabled = set(PeriodicTask.objects.filter(enabled=True).values_list("task", flat=True))
+    assert enabled == set(tasks), (enabled, list(PeriodicTask.objects.values_list("name", "task", "enabled")))
 
 
 def pool_children(pid: int) -> list[int]:
