@@ -2,8 +2,8 @@
 the emulated agents scraped by a real Prometheus, a real Celery worker and beat pulling every
 second and draining the extender's decisions, and the extender server answering kube-scheduler.
 
-The extender answers every request within its deadline throughout; beat and the worker outlive the
-outage; once PostgreSQL is back, the pulls resume from their watermarks and backfill the windows
+The extender answers every request within its deadline throughout (one started during the outage,
+blind, lets every node pass with neutral scores); beat and the worker outlive the outage; once PostgreSQL is back, the pulls resume from their watermarks and backfill the windows
 missed meanwhile — every window after the first complete one has all its node samples, once — and
 every decision answered before, during and after the outage is stored exactly once.
 """
@@ -18,8 +18,9 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from tests.support.extender_server import ROOT
-from tests.support.outages import decisions, driven_extender, paper_cluster, seeded_stores, store_env
+from apps.scheduler.services import NEUTRAL_EXTENDER_SCORE
+from tests.support.extender_server import ROOT, extender_server
+from tests.support.outages import Driver, decisions, driven_extender, paper_cluster, seeded_stores, store_env
 from tests.support.pipeline import emulated_cluster
 from tests.support.processes import celery, together, wait_for
 
@@ -43,6 +44,14 @@ def watermark(database: str) -> datetime | None:
     return rows[0][0] if rows else None
 
 
+def blind_answer(driver: Driver, pod: dict) -> tuple[list[str], dict[str, int]] | None:
+    """filter + prioritize once the server listens (None before); both within the deadline."""
+    try:
+        return driver.ask(pod)
+    except OSError:
+        return None
+
+
 def test_postgres_restart_under_pipeline_and_extender(fake_kube, tmp_path):
     names = [f"{phase}-{i}" for phase in ("before", "during", "after") for i in range(3)]
     nodes, pods = paper_cluster(fake_kube, dict.fromkeys(names, "cartservice"))
@@ -64,9 +73,16 @@ def test_postgres_restart_under_pipeline_and_extender(fake_kube, tmp_path):
 
             pg.stop()
             stopped = datetime.now(UTC)
-            for name in names[3:6]:
-                driver.ask(pods[name])  # within the deadline (Driver asserts it), from memory
-                time.sleep(1.0)
+            # An extender (re)started during the outage never loaded its state: blind, it lets every
+            # node pass with neutral scores, in time, and says why.
+            with extender_server(kube_url=fake_kube.url, env=store_env(database, rs.url), wait=False) as late:
+                for name in names[3:6]:
+                    driver.ask(pods[name])  # within the deadline (Driver asserts it), from memory
+                    time.sleep(1.0)
+                blind = Driver(late.url, nodes)
+                passed, scores = wait_for(lambda: blind_answer(blind, pods["during-0"]), 20,
+                                          "the extender started during the outage to answer")
+                assert passed == nodes and set(scores.values()) == {NEUTRAL_EXTENDER_SCORE}
             assert worker.poll() is None and beat.poll() is None
             pg.start()
             restarted = datetime.now(UTC)
