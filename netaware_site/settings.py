@@ -157,6 +157,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # Redis redelivers a message whose worker vanished entirely (SIGKILL of the whole worker) after this.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_SECONDS", 600)}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Redis (the broker) lost mid-task: a late-acked task can no longer be acknowledged and Redis will
+# redeliver it, so cancel it rather than let both copies run (docs/deploy.md, "When something fails").
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Queue that tasks go to and workers consume by default; a test session uses its own (tests/support/isolation.py).
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_TASK_DEFAULT_QUEUE", "celery")
@@ -309,6 +312,8 @@ NETAWARE = {
     # Redis usually arrive first) and how often node usage is reloaded.
     "STATE_DB_CHECK_SECONDS": env_float("NETAWARE_STATE_DB_CHECK_SECONDS", 2.0),
     "STATE_MAX_AGE_SECONDS": env_float("NETAWARE_STATE_MAX_AGE_SECONDS", 15.0),
+    # A loader round waiting longer than this on the database (hung, not refusing) is noted as stale.
+    "STATE_HANG_SECONDS": env_float("NETAWARE_STATE_HANG_SECONDS", 5.0),
     # Several extender replicas: only the holder of this Lease (in KUBE_NAMESPACE) answers.
     "EXTENDER_LEADER_ELECTION": env_bool("NETAWARE_EXTENDER_LEADER_ELECTION", False),
     "EXTENDER_LEASE_NAME": env("NETAWARE_EXTENDER_LEASE_NAME", "netaware-extender"),

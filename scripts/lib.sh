@@ -338,7 +338,7 @@ ensure_redis() {
   if redis_up; then return 0; fi
   command -v redis-server >/dev/null 2>&1 || apt_install redis-server
   say "starting Redis on 127.0.0.1:6379"
-  quietly "starting Redis" redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+  quietly "starting Redis" redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly yes --appendfsync everysec \
     --dir "$STATE" --logfile "$LOGS/redis.log"
   for _ in $(seq 1 30); do redis_up && break; sleep 0.2; done
   redis_up || die "Redis did not start on 127.0.0.1:6379 (see $(short_path "$LOGS/redis.log"))"

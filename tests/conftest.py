@@ -65,14 +65,19 @@ def django_db_setup(django_db_setup, django_db_blocker):
     return django_db_setup
 
 
+def _transactional(item) -> bool:
+    """Whether the test's database teardown flushes every table: the transactional fixtures, or
+    ``@pytest.mark.django_db(transaction=True)`` (which requests no fixture by name)."""
+    if any(name in getattr(item, "fixturenames", ()) for name in ("transactional_db", "live_server")):
+        return True
+    marker = item.get_closest_marker("django_db")
+    return bool(marker and (marker.kwargs.get("transaction") or (marker.args and marker.args[0])))
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     yield
-    fixtures = getattr(item, "fixturenames", ())
-    marker = item.get_closest_marker("django_db")
-    transactional = any(name in fixtures for name in ("transactional_db", "live_server")) or bool(
-        marker and (marker.kwargs.get("transaction") or marker.kwargs.get("reset_sequences")))
-    if nextitem is None or not _SEEDED or not transactional:
+    if nextitem is None or not _SEEDED or not _transactional(item):
         return  # (after the last test the session's teardown has already dropped the test database)
     from django.core.management import call_command
     from django.db import connection

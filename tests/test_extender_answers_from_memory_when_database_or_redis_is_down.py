@@ -1,7 +1,8 @@
 """With the database or Redis unreachable (a real refused connection, not a mock) filter and
 prioritize keep answering from the last good state in memory, and the decision log says what is
 stale; only an extender that never loaded its state lets every node pass with neutral scores.
-(The extender server against a stopped, restarted and hung PostgreSQL: test_faults_*.)"""
+(The extender server against a stopped, restarted and hung PostgreSQL and Redis: tests/test_fault_*.py
+and tests/test_extender_server_answers_through_outages.py.)"""
 
 from __future__ import annotations
 

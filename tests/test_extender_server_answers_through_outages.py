@@ -7,120 +7,29 @@ nothing the extender decided is lost once the stores return.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 import time
 
-import orjson
 import psycopg
 import pytest
 
-from apps.demo.rollout import Endpoint
-from tests.support.extender_server import ROOT, extender_server
-from tests.support.extender_wire import PAPER_TESTBED
-from tests.support.services import PostgresServer, RedisServer
+from tests.support.outages import OURS, decisions, drain, driven_extender, paper_cluster, seeded_stores
 
 pytestmark = pytest.mark.slow
 
-OURS = "netaware-scheduler"
-DEADLINE = 1.0  # seconds: far below kube-scheduler's httpTimeout (5 s); an answer past it is a hang
-
-SEED = textwrap.dedent(f"""
-    import yaml
-    from django.core.management import call_command
-    call_command("migrate", verbosity=0)
-    from apps.appgroups import resources
-    from apps.appgroups.services import save_appgroup
-    from apps.probes.scenario import load_scenario
-    from apps.topology.scenario_topology import topology_from_scenario
-    from apps.topology.services import store_topology
-    store_topology(topology=topology_from_scenario(load_scenario({PAPER_TESTBED!r})), source="imported")
-    doc = yaml.safe_load(open("scenarios/online-boutique-appgroup.yaml").read())
-    save_appgroup(spec=resources.spec_from_resource(doc), origin="netaware")
-""")
 
 
 @pytest.fixture
 def stores():
-    pg = PostgresServer().init().start()
-    rs = RedisServer().start()
-    database = pg.create_database("faults")
-    subprocess.run([sys.executable, "manage.py", "shell", "-c", SEED], cwd=ROOT, check=True,
-                   env={**_env(database, rs.url), "DJANGO_SETTINGS_MODULE": "netaware_site.settings"},
-                   capture_output=True)
-    yield pg, rs, database
-    rs.stop()
-    pg.destroy()
-
-
-def _env(database: str, redis_url: str) -> dict[str, str]:
-    import os
-
-    return {**os.environ, "DATABASE_URL": database, "REDIS_URL": redis_url}
-
-
-class Driver:
-    def __init__(self, url: str, nodes: list[str]) -> None:
-        self.ext = Endpoint(url, timeout=5.0)
-        self.nodes = nodes
-
-    def ask(self, pod: dict) -> tuple[list[str], dict[str, int]]:
-        args = {"Pod": pod, "Nodes": None, "NodeNames": self.nodes}
-        started = time.monotonic()
-        status, filtered, _ = self.ext.request("POST", "/filter", args)
-        status2, scores, _ = self.ext.request("POST", "/prioritize", args)
-        took = time.monotonic() - started
-        assert status == status2 == 200
-        assert took < 2 * DEADLINE, f"filter + prioritize took {took:.2f}s"
-        assert filtered["Error"] == ""
-        return filtered["NodeNames"], {e["Host"]: e["Score"] for e in scores}
-
-    def bind(self, pod: dict, node: str) -> str:
-        started = time.monotonic()
-        status, answer, _ = self.ext.request("POST", "/bind", {
-            "PodName": pod["metadata"]["name"], "PodNamespace": pod["metadata"]["namespace"],
-            "PodUID": pod["metadata"]["uid"], "Node": node})
-        assert status == 200 and time.monotonic() - started < 3.0 + DEADLINE  # BIND_DEADLINE_SECONDS
-        return answer["Error"]
-
-
-def decisions(database: str, pod: str) -> list[tuple[str, dict, str]]:
-    with psycopg.connect(database) as conn:
-        rows = conn.execute("SELECT verb, result::text, error FROM scheduler_decision WHERE pod_name = %s "
-                            "ORDER BY id", [pod]).fetchall()
-    return [(verb, orjson.loads(result), error) for verb, result, error in rows]
-
-
-def drain(redis_url: str, database: str, pod: str, count: int) -> list[tuple[str, dict, str]]:
-    """Move the extender's queued decisions into PostgreSQL (the Celery task's job) until ``count``
-    decisions of ``pod`` are stored."""
-    deadline = time.monotonic() + 20
-    while True:
-        subprocess.run([sys.executable, "manage.py", "shell", "-c",
-                        "from apps.scheduler import services; services.drain_decisions()"],
-                       cwd=ROOT, check=True, env=_env(database, redis_url), capture_output=True)
-        found = decisions(database, pod)
-        if len(found) >= count or time.monotonic() > deadline:
-            return found
-        time.sleep(0.5)
+    with seeded_stores() as running:
+        yield running
 
 
 def test_outages_of_postgres_redis_and_the_watch(stores, fake_kube):
     pg, rs, database = stores
-    from apps.probes.scenario import load_scenario
-
-    scenario = load_scenario(PAPER_TESTBED)
-    for node in scenario.nodes:
-        fake_kube.add_node(node.name, zone=node.zone, region=node.region)
-    pods = {name: fake_kube.add_pod("default", name, labels={"app": app}, scheduler_name=OURS,
-                                    requests={"cpu": "100m", "memory": "64Mi"})
-            for name, app in (("cart-0", "cartservice"), ("redis-0", "redis-cart"), ("cart-1", "cartservice"),
-                              ("front-0", "frontend"), ("front-1", "frontend"))}
-    with extender_server(kube_url=fake_kube.url, env={**_env(database, rs.url),
-                                                      "NETAWARE_STATE_DB_CHECK_SECONDS": "0.3",
-                                                      "NETAWARE_STATE_MAX_AGE_SECONDS": "0.3"}) as ext:
-        driver = Driver(ext.url, list(scenario.node_names))
+    nodes, pods = paper_cluster(fake_kube, {"cart-0": "cartservice", "redis-0": "redis-cart", "cart-1": "cartservice",
+                                            "front-0": "frontend", "front-1": "frontend"})
+    with driven_extender(kube_url=fake_kube.url, database=database, redis_url=rs.url, nodes=nodes,
+                         NETAWARE_STATE_MAX_AGE_SECONDS="0.3") as (ext, driver):
         assert driver.bind(pods["redis-0"], "n1412") == ""
         baseline = driver.ask(pods["cart-0"])
         assert baseline[1]["n1412"] == 8  # the placed dependency counts (same node 0.8)

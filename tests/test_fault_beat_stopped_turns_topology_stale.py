@@ -10,7 +10,6 @@ from __future__ import annotations
 import orjson
 import pytest
 from django.test import Client
-from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from prometheus_client.parser import text_string_to_metric_families
 
 from apps.scheduler.models import Decision
@@ -18,22 +17,12 @@ from apps.topology.models import TopologySnapshot
 from tests.support.extender_server import database_url
 from tests.support.extender_wire import extender_args, k8s_pod, use_extender_test_settings
 from tests.support.pipeline import emulated_cluster
-from tests.support.processes import celery, stop, wait_for
+from tests.support.processes import celery, pipeline_every_second, stop, wait_for
 
 pytestmark = pytest.mark.slow
 WIDTH = 2
 STALE_AFTER = 8
 PIPELINE = ("apps.probes.tasks.pull_metrics", "apps.topology.tasks.rebuild_topology")
-
-
-def every_second_pipeline_only() -> None:
-    """Pull and rebuild every second; every other periodic task off (no Kubernetes here)."""
-    second, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.SECONDS)
-    for task in PeriodicTask.objects.all():
-        task.enabled = task.task in PIPELINE
-        task.interval = second if task.enabled else task.interval
-        task.save()
-    assert PeriodicTask.objects.filter(enabled=True).count() == 2
 
 
 def status(client: Client) -> dict:
@@ -73,7 +62,7 @@ def test_stopping_beat_turns_the_topology_stale_at_read_time(admin_client, setti
     settings.NETAWARE = {**settings.NETAWARE, "STALE_AFTER_SECONDS": STALE_AFTER}
     settings.METRICS_TOKEN, settings.METRICS_OPEN_WITHOUT_TOKEN = "", True
     use_extender_test_settings(settings)
-    every_second_pipeline_only()
+    pipeline_every_second(*PIPELINE)
     with emulated_cluster(warmup_s=2.0) as cluster:
         env = {"DATABASE_URL": database_url(), "PROMETHEUS_URL": cluster.url,
                "NETAWARE_PULL_WINDOW_SECONDS": str(WIDTH), "NETAWARE_RATE_WINDOW": "10s",

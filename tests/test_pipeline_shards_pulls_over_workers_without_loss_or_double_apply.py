@@ -29,6 +29,7 @@ from apps.probes import services
 from apps.probes.models import NodeSample, PairSample, PullWatermark, WindowDigest
 from apps.probes.queries import QueriesFileError
 from tests.support.pipeline import configure_pipeline, emulated_cluster
+from tests.support.processes import pool_children, stop, wait_for
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,26 +128,6 @@ def _test_database_url() -> str:
     return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
-def _pool_children(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            out += [int(p) for p in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return out
-
-
-def _wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_killed_mid_window_loses_nothing_and_applies_nothing_twice(sharded, cluster, tmp_path) -> None:
     from netaware_site.celery import app
@@ -167,7 +148,7 @@ def test_a_worker_killed_mid_window_loses_nothing_and_applies_nothing_twice(shar
 
         # A first round stores the initial windows of both shards.
         pull_metrics.delay()
-        _wait(lambda: PullWatermark.objects.filter(query__endswith=f"/{SHARDS}").count() == 5 * SHARDS, 60,
+        wait_for(lambda: PullWatermark.objects.filter(query__endswith=f"/{SHARDS}").count() == 5 * SHARDS, 60,
               "both shards' first windows")
         time.sleep(WIDTH + 1)  # a new window becomes due
 
@@ -185,12 +166,12 @@ def test_a_worker_killed_mid_window_loses_nothing_and_applies_nothing_twice(shar
                 row = cursor.fetchone()
             return row[0] if row else None
 
-        backend = _wait(blocked_backend, 60, "shard 0 to block mid-window")
+        backend = wait_for(blocked_backend, 60, "shard 0 to block mid-window")
         with connection.cursor() as cursor:  # its pair rows are written in an open transaction
             cursor.execute("SELECT backend_xid::text FROM pg_stat_activity WHERE pid = %s", [backend])
             xid = cursor.fetchone()[0]
         assert xid is not None
-        children = _pool_children(worker.pid)
+        children = pool_children(worker.pid)
         assert len(children) == 1
         os.kill(children[0], signal.SIGKILL)
         # A backend waiting on a lock notices its client is gone only when it next talks to it:
@@ -204,25 +185,20 @@ def test_a_worker_killed_mid_window_loses_nothing_and_applies_nothing_twice(shar
                 cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [backend])
                 return cursor.fetchone()[0] == 0
 
-        _wait(gone, 30, "the killed worker's backend to end")
+        wait_for(gone, 30, "the killed worker's backend to end")
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_xact_status(%s::xid8)", [xid])
             assert cursor.fetchone()[0] == "aborted"  # nothing of the killed window was committed
 
         # The task is redelivered to the new pool process and the window is redone.
         newest = max(before.values())
-        _wait(lambda: all(mark > newest for query, mark in PullWatermark.objects.values_list("query", "last_end")
+        wait_for(lambda: all(mark > newest for query, mark in PullWatermark.objects.values_list("query", "last_end")
                           if query.endswith(f"@0/{SHARDS}") or query.startswith("node:")), 90,
               "the redone window")
     finally:
         if holder is not None:
             holder.close()
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+        stop(worker)
     text = log.read_text(errors="replace")
     assert "signal 9" in text or "WorkerLostError" in text, text[-3000:]
 

@@ -84,6 +84,7 @@ class Loader:
         self.runtime = runtime
         self.stamps: dict[str, Any] = {}
         self.usage_at = -1e18
+        self.round_started = 0.0  # monotonic start of the check under way (0 = none)
         self.workload_ids: dict[WorkloadKey, tuple[int, int]] = {}
 
     @property
@@ -94,6 +95,21 @@ class Loader:
     def check(self, *, force: bool = False) -> None:
         """One round trip for the fingerprints, then a load of each changed part. A failure keeps
         the last good data and marks the parts it could not load."""
+        self.round_started = time.monotonic()
+        try:
+            self._check(force=force)
+        finally:
+            self.round_started = 0.0
+
+    def waiting_note(self, now: float) -> str:
+        """A hung database (no error, no answer) blocks the check instead of failing it: once a round
+        has waited longer than STATE_HANG_SECONDS the decision log says the state may be old."""
+        started = self.round_started
+        if started and now - started > float(conf("STATE_HANG_SECONDS")):
+            return f"database: no answer for {now - started:.0f}s (answering from the last good state)"
+        return ""
+
+    def _check(self, *, force: bool) -> None:
         cache = self.runtime.cache
         try:
             stamps = selectors.state_stamps()

@@ -123,9 +123,12 @@ class _Context:
         self.unavailable = "" if serving else why
         if self.unavailable:
             metrics.set_outcome("degraded")
-        self.stale = view.stale_notes(time.monotonic())
+        now = time.monotonic()
+        self.stale = view.stale_notes(now)
         if view.state.topology.stale_reason:
             self.stale = (*self.stale, f"topology: {view.state.topology.stale_reason}")
+        if waiting := rt.loader.waiting_note(now):
+            self.stale = (*self.stale, waiting)
         self.state: ClusterState = view.state if nodes is None else _with_node_objects(view.state, nodes)
         self.notes: list[str] = []
         self.profile_name, self.profile, note = engine.choose_profile(pod, view.profiles, view.default_profile)

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
 
@@ -30,6 +32,38 @@ def wait_for(predicate: Callable[[], T], timeout: float, what: str, interval: fl
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+@contextlib.contextmanager
+def together(*managers: AbstractContextManager) -> Iterator[tuple]:  # type: ignore[type-arg]
+    """Enter context managers at the same time (threads), so that slow start-ups overlap; yields
+    their values. Those that started are exited (in reverse) even if another failed to start."""
+    with contextlib.ExitStack() as stack, ThreadPoolExecutor(len(managers)) as pool:
+        futures = [pool.submit(m.__enter__) for m in managers]
+        values, error = [], None
+        for manager, future in zip(managers, futures, strict=True):
+            try:
+                values.append(future.result())
+                stack.push(manager.__exit__)
+            except BaseException as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+        yield tuple(values)
+
+
+def pipeline_every_second(*tasks: str) -> None:
+    """Run ``tasks`` (periodic task names) every second and switch every other periodic task off:
+    beat then drives only what a test watches, at a pace a test can wait for."""
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    second, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.SECONDS)
+    for task in PeriodicTask.objects.all():
+        task.enabled = task.task in tasks
+        task.interval = second if task.enabled else task.interval
+        task.save()
+    enabled = set(PeriodicTask.objects.filter(enabled=True).values_list("task", flat=True))
+    assert enabled == set(tasks), (enabled, list(PeriodicTask.objects.values_list("name", "task", "enabled")))
 
 
 def pool_children(pid: int) -> list[int]:

@@ -30,10 +30,13 @@ def _wait(check, what: str, timeout: float = 20.0) -> None:  # type: ignore[no-u
 
 
 class RedisServer:
-    """``redis-server`` on a free port, nothing on disk."""
+    """``redis-server`` on a free port with a data directory of its own; ``args`` are its persistence
+    flags (default: nothing on disk)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, args: tuple[str, ...] = ("--save", "", "--appendonly", "no")) -> None:
         self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="netaware-redis-"))
+        self.args = args
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -42,16 +45,21 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-        self.proc = subprocess.Popen([binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen([binary, "--port", str(self.port), "--bind", "127.0.0.1", *self.args,
+                                      "--dir", str(self.dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _wait(lambda: redis.Redis(port=self.port, socket_timeout=0.5).ping(), "redis-server")
         return self
 
     def stop(self) -> None:
+        """SIGTERM: a clean shutdown (what a Deployment's restart sends), which syncs its files."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(10)
         self.proc = None
+
+    def destroy(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def pause(self) -> None:
         """Hang: the process stops answering but keeps its connections open."""
@@ -104,6 +112,30 @@ class PostgresServer:
     def stop(self, mode: str = "fast") -> None:
         with contextlib.suppress(subprocess.CalledProcessError):
             self._as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", "-m", mode, "stop")
+
+    def _pids(self) -> list[int]:
+        """The postmaster and every process under it (backends, background workers)."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        pids, todo = [], [postmaster]
+        while todo:
+            pid = todo.pop()
+            pids.append(pid)
+            for task in Path(f"/proc/{pid}/task").glob("*"):
+                with contextlib.suppress(OSError):
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+        return pids
+
+    def pause(self) -> None:
+        """Hang the whole server (SIGSTOP): connections stay open, nothing answers, new connections
+        are accepted by the kernel and then wait."""
+        for pid in self._pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        for pid in self._pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
 
     def create_database(self, name: str) -> str:
         with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
