@@ -19,6 +19,7 @@ import pytest
 
 from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.fixtures import paper_appgroup, pod_labels
+from apps.scheduler.scoring.plans import PlanBook
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo, evolve
 from apps.topology.topomath import Topology
 
@@ -80,8 +81,11 @@ def base() -> ClusterState:
                           net_used_bps_mean=rng.random() * 9e8, net_used_bps_stddev=1e8, net_capacity_bps=1e9,
                           stale=i % 11 == 0)
              for i, n in enumerate(names) if i % 5}
+    # One plan book, as the extender's cache shares it between the states it hands out: the cold call
+    # and the memoized one follow the same placement plan.
     return ClusterState(topology=topology, appgroups=(paper_appgroup(),),
-                        placements=_placements(rng, [*names, UNMEASURED], 6), nodes=nodes, usage=usage)
+                        placements=_placements(rng, [*names, UNMEASURED], 6), nodes=nodes, usage=usage,
+                        plan_book=PlanBook())
 
 
 PROFILES = [*engine.BUILTIN_PROFILES.values(),

@@ -77,6 +77,7 @@ class FilterOutcome:
     unresolvable: dict[str, str]  # node -> reason; preemption cannot help (network constraints)
     workload: tuple[str, str] | None = None
     notes: tuple[str, ...] = ()
+    plan: Mapping[str, Any] | None = None  # the placement plan the answer followed (decision log)
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,7 @@ class _Context:
     known: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # in topology or state
     resolved: _Resolved | None = None  # None: nothing is memoized for this call
     pod_key: tuple[Any, ...] | None = None
+    plan_info: dict[str, Any] | None = None  # set by the plan filter, for the decision log
 
     def remember(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """``compute()``, or what it returned before for this state, pod and candidates."""
@@ -422,6 +424,13 @@ def _filter_plan(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
     assert ctx.ref is not None
     on_node, in_zone, plan, zones = _plan_masks(ctx, p["objective"])
     names = ctx.candidates
+    workload = ctx.ref.workload.name
+    ctx.plan_info = {"id": plan.plan_id, "method": plan.method, "value": round(plan.value, 2)
+                     if plan.value == plan.value else None, "zones": list(zones),
+                     "nodes": sorted(n for n, c in plan.nodes_for(workload).items() if c > 0),
+                     "reason": plan.reason, "followed": bool(in_zone.any())}
+    if plan.diagnosis:
+        ctx.plan_info["diagnosis"] = list(plan.diagnosis)
     if not in_zone.any():
         ctx.notes.append(f"plan {plan.plan_id}: no candidate in its zone(s) ({', '.join(zones) or 'none left'})")
         return {}, {}
@@ -697,7 +706,7 @@ def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
     hit = ctx.resolved.results.get(key) if ctx.resolved is not None else None
     if hit is not None and hit[0] is profile:
         out: FilterOutcome = hit[1]
-        return FilterOutcome(out.passed, dict(out.failed), dict(out.unresolvable), out.workload, out.notes)
+        return FilterOutcome(out.passed, dict(out.failed), dict(out.unresolvable), out.workload, out.notes, out.plan)
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
     if ctx.ref is not None:
@@ -719,6 +728,8 @@ def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
             else:
                 ctx.notes.append("placement plan: no node in its zone passes the other filters; "
                                  "falling back to every candidate")
+                if ctx.plan_info is not None:
+                    ctx.plan_info["followed"] = False
         # Never reject a node we know nothing about.
         if failed or unresolvable:
             for i, node in enumerate(ctx.candidates):
@@ -732,10 +743,11 @@ def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
         _remember_survivors(ctx, keep, passed)
     else:
         passed = ctx.candidates
-    outcome = FilterOutcome(passed, failed, unresolvable, ctx.ref.label if ctx.ref else None, tuple(ctx.notes))
+    outcome = FilterOutcome(passed, failed, unresolvable, ctx.ref.label if ctx.ref else None, tuple(ctx.notes),
+                            ctx.plan_info)
     if ctx.resolved is not None:
         ctx.resolved.results[key] = (profile, FilterOutcome(passed, dict(failed), dict(unresolvable), outcome.workload,
-                                                        outcome.notes))
+                                                        outcome.notes, outcome.plan))
     return outcome
 
 
@@ -866,6 +878,16 @@ def explain(state: ClusterState, pod: PodInfo) -> Diagnosis:
                             "(NetworkOverhead uses 100)")
         if dep.max_network_cost is None:
             info.append(f"dependency {dep.target} has no max network cost (NetworkOverhead filter ignores it)")
+    book = state.plan_book
+    plan = book.peek(group.namespace, group.name) if book is not None else None
+    if plan is None and group.workloads:
+        plan = plans.compute_plan(state=state, group=group, reason="computed for this diagnosis")
+    if plan is not None:
+        where = ", ".join(f"{z} x{n}" for z, n in sorted(plan.zones_for(workload.name).items())) or "nowhere"
+        planned_nodes = ", ".join(sorted(plan.nodes_for(workload.name))) or "any node of the zone"
+        info.append(f"placement plan {plan.plan_id} ({plan.method}{', ' + plan.reason if plan.reason else ''}): "
+                    f"{workload.name} -> {where} ({planned_nodes})")
+        problems.extend(f"placement plan: {d}" for d in plan.diagnosis if "does not hold" in d)
     stale = sum(1 for u in state.usage.values() if u.stale)
     without = sum(1 for n in state.nodes if n not in state.usage)
     if stale or without:

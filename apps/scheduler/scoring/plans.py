@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -339,7 +340,7 @@ def _solve_milp(problem: _Problem, time_limit: float) -> np.ndarray | None:
     result = milp(c, constraints=LinearConstraint(a, np.array(lo), np.array(hi)), integrality=integrality,
                   bounds=Bounds(np.zeros(n), upper),
                   options={"time_limit": max(time_limit, 1e-3), "mip_rel_gap": 1e-4, "disp": False})
-    if result.x is None:
+    if result.x is None or result.status != 0:  # only a proven optimum: a time-limited incumbent varies run to run
         return None
     return np.rint(result.x[:n_x]).reshape(nw, nz)
 
@@ -598,12 +599,12 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
         return PlacementPlan(label, _plan_id(group, {}), "none", objective, float("nan"),
                              (time.perf_counter() - started) * 1e3, {}, {}, {}, (note,), reason)
     diagnosis = list(problem.diagnosis)
-    # The heuristic always answers (a quarter of the budget at most); the MILP may improve on it until
-    # half; the rest places the pods of each zone on its nodes.
-    x = _solve_heuristic(problem, started + budget_s / 4)
+    # The heuristic always answers (40 % of the budget at most; it usually needs far less); the MILP
+    # may improve on it until 60 %; the rest places the pods of each zone on its nodes.
+    x = _solve_heuristic(problem, started + 0.4 * budget_s)
     method = "heuristic"
     if use_milp and len(problem.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
-        remaining = started + budget_s / 2 - time.perf_counter()
+        remaining = started + 0.6 * budget_s - time.perf_counter()
         if remaining > 0.003:
             try:
                 exact = _solve_milp(problem, remaining)
@@ -677,38 +678,64 @@ class PlanBook:
     """Plans per AppGroup, kept while they stay valid (shared by the states one scheduler steps
     through: the extender's runtime, one evaluation run). A plan is recomputed when the AppGroup or
     the topology changes, a pod of the AppGroup lands outside it, or its zones lost the room it
-    still needs; other AppGroups' valid plans reserve their remaining pods' room."""
+    still needs; other AppGroups' valid plans reserve their remaining pods' room (first come keeps
+    its plan). The last few state versions (topology, the AppGroup's placements) each keep the plan
+    they were answered with, so every request against one version sees the same plan, whichever
+    thread asks and in whatever order."""
+
+    VERSIONS = 8
 
     def __init__(self, *, budget_s: float = DEFAULT_BUDGET_S) -> None:
         self.budget_s = min(max(budget_s, 1e-3), 10.0)
-        self._plans: dict[tuple[str, str, str], _Entry] = {}
+        self._plans: dict[tuple[str, str, str], OrderedDict[tuple[Any, ...], _Entry]] = {}
         self._lock = threading.Lock()
         self.computed = 0
 
     def plan_for(self, state: ClusterState, group: AppGroupSpec, *, objective: str = "network-score"
                  ) -> PlacementPlan:
         key = (group.namespace, group.name, objective)
+        version = (id(state.topology), tuple(
+            tuple(sorted(state.placements.get((group.namespace, group.name, w.name), ()))) for w in group.workloads))
         placed = placed_by_zone(state, group)
         with self._lock:
-            entry = self._plans.get(key)
-            reason = self._invalid(state, group, entry, placed) if entry is not None else "first pod of the AppGroup"
-            if entry is not None and reason is None:
-                return entry.plan
+            versions = self._plans.setdefault(key, OrderedDict())
+            known = versions.get(version)
+            if known is not None and self._invalid(state, group, known, placed) is None:
+                return known.plan
+            latest = next(reversed(versions.values()), None)
+            reason = self._invalid(state, group, latest, placed) if latest is not None else "first pod of the AppGroup"
+            if latest is not None and reason is None:
+                self._keep(versions, version, latest)
+                return latest.plan
             reserved = self._reserved(state, key)
         plan = compute_plan(state=state, group=group, objective=objective, budget_s=self.budget_s,
                             reserved=reserved, reason=reason or "")
         with self._lock:
-            self._plans[key] = _Entry(plan, group, id(state.topology), placed)
+            versions = self._plans.setdefault(key, OrderedDict())
+            raced = versions.get(version)
+            if raced is not None and raced is not known:  # another request computed it meanwhile: one plan
+                return raced.plan
+            self._keep(versions, version, _Entry(plan, group, id(state.topology), placed))
+            self.computed += 1
             if len(self._plans) > 2 * len(state.appgroups) + 16:  # AppGroups deleted since: forget their plans
                 alive = {(g.namespace, g.name) for g in state.appgroups}
                 for stale in [k for k in self._plans if k[:2] not in alive]:
                     del self._plans[stale]
-            self.computed += 1
         return plan
+
+    def _keep(self, versions: OrderedDict[tuple[Any, ...], _Entry], version: tuple[Any, ...], entry: _Entry) -> None:
+        versions[version] = entry
+        versions.move_to_end(version)
+        while len(versions) > self.VERSIONS:
+            versions.popitem(last=False)
+
+    def _latest(self, key: tuple[str, str, str]) -> _Entry | None:
+        versions = self._plans.get(key)
+        return next(reversed(versions.values()), None) if versions else None
 
     def peek(self, namespace: str, name: str, objective: str = "network-score") -> PlacementPlan | None:
         with self._lock:
-            entry = self._plans.get((namespace, name, objective))
+            entry = self._latest((namespace, name, objective))
         return entry.plan if entry is not None else None
 
     def forget(self, namespace: str, name: str) -> None:
@@ -718,8 +745,9 @@ class PlanBook:
 
     def _reserved(self, state: ClusterState, own: tuple[str, str, str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
-        for key, entry in self._plans.items():
-            if key[:2] == own[:2]:
+        for key in self._plans:
+            entry = self._latest(key)
+            if key[:2] == own[:2] or entry is None:
                 continue
             for zone, need in demand_by_zone(entry.plan, entry.group, placed_by_zone(state, entry.group)).items():
                 out[zone] = out.get(zone, np.zeros(3)) + need
