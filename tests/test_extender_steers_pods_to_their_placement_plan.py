@@ -39,7 +39,8 @@ ROOT = Path(settings.BASE_DIR)
 
 @pytest.fixture
 def cluster(settings, db, fake_kube):
-    use_extender_test_settings(settings, KUBE_API_URL=fake_kube.url, BIND_DEADLINE_SECONDS=2.0)
+    # A generous plan budget: this proves steering on any machine load; bench/bench_plans.py proves speed.
+    use_extender_test_settings(settings, KUBE_API_URL=fake_kube.url, BIND_DEADLINE_SECONDS=2.0, PLAN_BUDGET_MS=2000)
     scenario = load_scenario(ROOT / "scenarios" / "multi-region-pressure.yaml")
     topology_services.load_nodes_from_scenario(scenario=scenario)
     store_topology(topology_from_scenario(scenario))

@@ -78,7 +78,7 @@ def _node_placements(plan, group):
 def test_plan_respects_zone_and_node_capacity_and_matches_the_optimum():
     group = _chain()
     state = initial_state(_scenario(a_cpu="1"), [group])  # A holds two of the three 1-CPU pods
-    plan = compute_plan(state=state, group=group)
+    plan = compute_plan(state=state, group=group, budget_s=2.0)  # quality, not speed (bench/bench_plans.py)
     zones, nodes = _used(state, plan, group)
     assert zones.get("A", 0) <= 2000
     for node, cpu in nodes.items():
@@ -99,7 +99,7 @@ def test_max_network_cost_and_min_bandwidth_forbid_zone_pairs():
         state = bind(state, _pod(group, "front"), "a1")  # A is now full: mid goes to B or C
         if topology is not None:
             state = replace(state, topology=topology)
-        plan = compute_plan(state=state, group=group)
+        plan = compute_plan(state=state, group=group, budget_s=2.0)
         assert not plan.unplaced
         return plan.zones_for("mid")
 
@@ -115,7 +115,7 @@ def test_max_network_cost_and_min_bandwidth_forbid_zone_pairs():
 def test_an_appgroup_bigger_than_the_cluster_gets_a_plan_for_what_fits_and_a_diagnosis():
     group = _group(("db", 3, 8000, ()), ("web", 2, 500, (DependencySpec("db", LAT),)))
     state = initial_state(_scenario(), [group])  # only c1 and c2 hold an 8-CPU pod
-    plan = compute_plan(state=state, group=group)
+    plan = compute_plan(state=state, group=group, budget_s=2.0)
     assert plan.unplaced == {"db": 1}
     assert sum(plan.zones["db"].values()) == 2 and sum(plan.zones["web"].values()) == 2
     assert any("does not hold the whole AppGroup" in d and "db 1 pod(s)" in d for d in plan.diagnosis)
@@ -127,7 +127,7 @@ def test_empty_and_cyclic_appgroups_still_get_plans():
     plan = compute_plan(state=state, group=empty)
     assert plan.method == "none" and plan.zones == {} and plan.diagnosis
     cyclic = _group(("a", 1, 100, (DependencySpec("b", LAT),)), ("b", 1, 100, (DependencySpec("a", LAT),)))
-    plan = compute_plan(state=initial_state(_scenario(), [cyclic]), group=cyclic)
+    plan = compute_plan(state=initial_state(_scenario(), [cyclic]), group=cyclic, budget_s=2.0)
     assert set(plan.zones) == {"a", "b"} and not plan.unplaced
     assert plan.zones["a"] == plan.zones["b"]  # a cycle of two is best kept together
 
@@ -156,7 +156,7 @@ def test_plan_book_keeps_a_followed_plan_recomputes_a_broken_one_and_reserves_fo
     first = _chain(cpu=1000)
     second = _chain(cpu=1000)
     second = replace(second, name="other")
-    state = evolve(initial_state(_scenario(a_cpu="2", a_nodes=2), [first, second]), plan_book=PlanBook())
+    state = evolve(initial_state(_scenario(a_cpu="2", a_nodes=2), [first, second]), plan_book=PlanBook(budget_s=2.0))
     book = state.plan_book
     plan = book.plan_for(state, first)
     assert plan.reason == "first pod of the AppGroup"

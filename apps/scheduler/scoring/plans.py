@@ -659,8 +659,8 @@ def placed_by_zone(state: ClusterState, group: AppGroupSpec) -> dict[str, dict[s
         counts: dict[str, int] = {}
         for node in state.placements.get((group.namespace, group.name, workload.name), ()):
             res = state.nodes.get(node)
-            zone = res.zone if res is not None else ""
-            counts[zone] = counts.get(zone, 0) + 1
+            if res is not None:  # pods on nodes the cluster no longer lists are not planned around
+                counts[res.zone] = counts.get(res.zone, 0) + 1
         if counts:
             out[workload.name] = counts
     return out
