@@ -174,3 +174,16 @@ def test_plan_book_keeps_a_followed_plan_recomputes_a_broken_one_and_reserves_fo
     again = book.plan_for(state, first)
     assert again is not plan and "outside the plan" in again.reason
     assert again.zones_for("mid") == {state.nodes[outside].zone: 1}
+
+
+def test_appgroups_without_pods_are_planned_together_with_the_first_and_share_the_best_zone():
+    first, second = _chain(cpu=1000), replace(_chain(cpu=1000), name="other")
+    state = evolve(initial_state(_scenario(a_cpu="2", a_nodes=2), [first, second]), plan_book=PlanBook(budget_s=2.0))
+    book = state.plan_book
+    mine = book.plan_for(state, first)
+    theirs = book.plan_for(state, second)  # its first pod: the share the joint plan gave it
+    assert theirs.reason == "planned together with default/app (no pod placed yet)"
+    assert book.computed == 1 and theirs.plan_id != mine.plan_id
+    cpu_in_a = sum(where.get("A", 0) for plan in (mine, theirs) for where in plan.zones.values()) * 1000
+    assert 0 < cpu_in_a <= 4000  # A's room is split between them, never over-committed
+    assert not mine.unplaced and not theirs.unplaced

@@ -14,9 +14,11 @@ between the zones' nodes (the paper's network score, with Algorithm 2's normaliz
 linearizes the product with transportation variables (as ``evaluation/optimum.py``); a pod that
 cannot be placed costs far more than any score, so an infeasible AppGroup gets a plan for what
 fits. Pairs of zones that break a dependency's max network cost or min bandwidth are forbidden by
-zone-use indicators. When the MILP would not finish within the budget, a greedy placement
-improved by moves and swaps (local search) is used instead; nothing here runs past the budget
-(HiGHS gets the remaining time; the local search checks the clock).
+zone-use indicators. A greedy placement improved by moves and swaps (local search, several
+starts) always answers; the MILP replaces it when it proves a better optimum in the time left;
+then each used zone's pods are placed on its nodes the same way (``_refine_zone``). The budget
+is CPU time of the computing thread (``_Deadline``), so the same state gives the same plan
+whatever else the machine runs.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -37,7 +39,7 @@ from apps.appgroups.graph import AppGroupSpec, Sensitivity
 
 from .network_overhead import MAX_COST
 from .network_score import DEFAULT_SAME_NODE_SCORE, pair_scores
-from .state import ClusterState, NodeResources
+from .state import ClusterState, NodeResources, evolve
 
 DEFAULT_BUDGET_S = 0.050
 OBJECTIVES = ("network-score", "network-cost")
@@ -120,30 +122,33 @@ def _zones(state: ClusterState, reserved: Mapping[str, np.ndarray] | None) -> _Z
     return _Zones(names, tuple(region_of[z] for z in names), free, tuple(node_rows), tuple(samples))
 
 
+def _block_means(matrix: np.ndarray, zones: _Zones, *, diagonal: float) -> np.ndarray:
+    """Mean of ``matrix`` (over the concatenated samples) per zone pair, NaN entries left out;
+    inside a zone the node's pair with itself is left out too (``diagonal`` for a one-node zone)."""
+    sizes = np.array([z.size for z in zones.samples])
+    member = np.repeat(np.arange(len(sizes)), sizes)
+    onehot = (member[None, :] == np.arange(len(sizes))[:, None]).astype(np.float64)  # (Z, S)
+    known = np.isfinite(matrix)
+    np.fill_diagonal(known, False)
+    values = np.where(known, matrix, 0.0)
+    sums = onehot @ values @ onehot.T
+    counts = onehot @ known.astype(np.float64) @ onehot.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(counts > 0, sums / np.maximum(counts, 1.0), np.nan)
+    single = np.flatnonzero(sizes == 1)
+    out[single, single] = diagonal
+    return out
+
+
 def _zone_scores(state: ClusterState, zones: _Zones, sensitivity: Sensitivity) -> np.ndarray:
     """Mean ComputeScore between the sampled nodes of every zone pair (same-node pairs left out,
     unless a zone has one node: then its pods share it)."""
     nz = len(zones.names)
-    out = np.zeros((nz, nz))
-    if state.topology.size == 0:
-        return out
     everything = np.concatenate(zones.samples) if nz else np.zeros(0, dtype=np.int64)
-    if everything.size == 0:
-        return out
+    if state.topology.size == 0 or everything.size == 0:
+        return np.zeros((nz, nz))
     matrix = pair_scores(state.indexes.vectors, everything, everything, sensitivity)
-    bounds = np.cumsum([0, *[s.size for s in zones.samples]])
-    for a in range(nz):
-        for b in range(nz):
-            block = matrix[bounds[a]:bounds[a + 1], bounds[b]:bounds[b + 1]]
-            if block.size == 0:
-                continue
-            if a == b:
-                k = block.shape[0]
-                out[a, b] = DEFAULT_SAME_NODE_SCORE if k == 1 else float(
-                    (block.sum() - np.trace(block)) / (k * (k - 1)))
-            else:
-                out[a, b] = float(block.mean())
-    return out
+    return np.nan_to_num(_block_means(matrix, zones, diagonal=DEFAULT_SAME_NODE_SCORE), nan=0.0)
 
 
 def _zone_costs(state: ClusterState, zones: _Zones) -> np.ndarray:
@@ -164,19 +169,9 @@ def _zone_costs(state: ClusterState, zones: _Zones) -> np.ndarray:
 
 
 def _zone_bandwidth_mbps(state: ClusterState, zones: _Zones) -> np.ndarray:
-    nz = len(zones.names)
-    out = np.full((nz, nz), np.nan)
-    bw = state.topology.bandwidth_mbps
-    for a in range(nz):
-        for b in range(nz):
-            sa, sb = zones.samples[a], zones.samples[b]
-            if sa.size and sb.size:
-                block = bw[np.ix_(sa, sb)]
-                if a == b:
-                    block = block[~np.eye(sa.size, dtype=bool)] if sa.size > 1 else np.array([np.inf])
-                if np.isfinite(block).any() or np.isinf(block).any():
-                    out[a, b] = float(np.nanmean(block))
-    return out
+    everything = np.concatenate(zones.samples) if zones.samples else np.zeros(0, dtype=np.int64)
+    bw = state.topology.bandwidth_mbps[np.ix_(everything, everything)]
+    return _block_means(bw, zones, diagonal=np.inf)  # a one-node zone: pods share the node
 
 
 @dataclass
@@ -347,6 +342,25 @@ def _solve_milp(problem: _Problem, time_limit: float) -> np.ndarray | None:
 
 # -------------------------------------------------------------------------------------- heuristic
 
+# The budget counts the computing thread's CPU time, so a plan does not depend on what else the
+# machine runs (the same state gives the same plan); wall time is capped at WALL_SLACK x the budget.
+WALL_SLACK = 4.0
+
+
+class _Deadline:
+    __slots__ = ("cpu", "wall")
+
+    def __init__(self, seconds: float) -> None:
+        self.cpu = time.thread_time() + seconds
+        self.wall = time.perf_counter() + seconds * WALL_SLACK
+
+    def expired(self) -> bool:
+        return time.thread_time() >= self.cpu or time.perf_counter() >= self.wall
+
+    def remaining(self) -> float:
+        return max(0.0, min(self.cpu - time.thread_time(), (self.wall - time.perf_counter()) / WALL_SLACK))
+
+
 def _gain(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
     """Objective gained per extra pod of workload w in each zone (others fixed; linear in t[w])."""
     out, inc = problem.us == w, problem.ds == w
@@ -364,7 +378,8 @@ def _allowed(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
     return ok
 
 
-def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None) -> np.ndarray:
+def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None, deadline: _Deadline | None = None
+            ) -> np.ndarray:
     """Pods one by one in ``order``, each to the zone gaining most that still has room; the first
     pod with nothing placed around it goes to ``anchor`` (else the best-connected zone)."""
     nw, nz = problem.placed.shape
@@ -372,6 +387,8 @@ def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None) -> np.n
     free = problem.zones.free.copy()
     connected = problem.weighted.sum(axis=(0, 2)) if problem.edges else np.zeros(nz)
     for w in order:
+        if deadline is not None and deadline.expired():
+            break  # out of time: what is placed so far (the caller treats the rest as not planned)
         for _ in range(int(problem.todo[w])):
             t = problem.placed + x
             gain = _gain(problem, t, w)
@@ -396,7 +413,7 @@ def _gains(problem: _Problem, t: np.ndarray) -> np.ndarray:
     return g
 
 
-def _local_search(problem: _Problem, x: np.ndarray, deadline: float) -> np.ndarray:
+def _local_search(problem: _Problem, x: np.ndarray, deadline: _Deadline) -> np.ndarray:
     """Best improving move (all new pods of one workload to one zone) or swap (two single-zone
     workloads trade zones) until none improves or time is up. The objective is linear in one
     workload's counts, so every move's gain comes from one gain matrix; a swap adds the term of the
@@ -407,7 +424,7 @@ def _local_search(problem: _Problem, x: np.ndarray, deadline: float) -> np.ndarr
     count = x.sum(axis=1)
     movable = count > 0
     for _ in range(4 * nw * nz):
-        if time.perf_counter() >= deadline:
+        if deadline.expired():
             break
         t = problem.placed + x
         g = _gains(problem, t)
@@ -488,7 +505,7 @@ def _better(problem: _Problem, a: np.ndarray, b: np.ndarray) -> bool:
     return ka > kb or (ka == kb and _value(problem, problem.placed + a) > _value(problem, problem.placed + b) + 1e-9)
 
 
-def _solve_heuristic(problem: _Problem, deadline: float) -> np.ndarray:
+def _solve_heuristic(problem: _Problem, deadline: _Deadline, *, must_finish: bool = True) -> np.ndarray:
     """Greedy from several starts (heavy pods first, then most connected; each zone as the anchor of
     the first pod), each improved by local search; the best within the deadline."""
     nw, nz = problem.placed.shape
@@ -507,9 +524,9 @@ def _solve_heuristic(problem: _Problem, deadline: float) -> np.ndarray:
     seen: set[bytes] = set()
     for anchor in anchors:
         for order in orders:
-            if best is not None and time.perf_counter() >= deadline:
+            if best is not None and deadline.expired():
                 return best
-            start = _greedy(problem, order, anchor)
+            start = _greedy(problem, order, anchor, deadline if best is not None or not must_finish else None)
             if start.tobytes() in seen:
                 continue
             seen.add(start.tobytes())
@@ -521,7 +538,7 @@ def _solve_heuristic(problem: _Problem, deadline: float) -> np.ndarray:
 
 # ------------------------------------------------------------------------------ nodes inside a zone
 
-def _refine_zone(state: ClusterState, problem: _Problem, t: np.ndarray, z: int, deadline: float
+def _refine_zone(state: ClusterState, problem: _Problem, t: np.ndarray, z: int, deadline: _Deadline
                  ) -> dict[str, dict[str, int]] | None:
     """Which node of zone ``z`` each of its planned pods takes: the same model with the zone's nodes
     as the places and node-pair ComputeScores (the same-node score where pods share a node), so the
@@ -564,7 +581,7 @@ def _refine_zone(state: ClusterState, problem: _Problem, t: np.ndarray, z: int, 
                        tuple(free[k:k + 1] for k in range(len(members))), tuple(positions[k:k + 1] for k in range(len(members))))
     node_problem = _Problem(problem.group, sub_zones, [problem.names[w] for w in ws], demand,
                             t[ws, z].astype(np.float64), placed, slots, edges, [], [])
-    x = _solve_heuristic(node_problem, deadline)
+    x = _solve_heuristic(node_problem, deadline, must_finish=False)
     if float(x.sum() + placed.sum()) < float(t[ws, z].sum()):
         return None  # the zone's pods do not pack node by node: leave the choice to per-pod scoring
     counts = placed + x
@@ -584,13 +601,14 @@ def _plan_id(group: AppGroupSpec, *places: Mapping[str, Mapping[str, int]]) -> s
 def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "network-score",
                  budget_s: float = DEFAULT_BUDGET_S, reserved: Mapping[str, np.ndarray] | None = None,
                  use_milp: bool = True, reason: str = "") -> PlacementPlan:
-    """A plan for every pod of ``group`` not yet bound in ``state``; never runs past ``budget_s``
-    (beyond numpy's granularity). ``reserved``: per zone (cpu, memory, pods) held by other
+    """A plan for every pod of ``group`` not yet bound in ``state`` within ``budget_s`` of this
+    thread's CPU time (and WALL_SLACK x that of wall time), beyond the granularity of one greedy
+    pass and of building the model. ``reserved``: per zone (cpu, memory, pods) held by other
     AppGroups' plans (first come keeps its plan)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     started = time.perf_counter()
-    deadline = started + budget_s
+    total = _Deadline(budget_s)
     label = f"{group.namespace}/{group.name}"
     problem = _problem(state, group, objective, reserved)
     nw, nz = problem.placed.shape
@@ -601,10 +619,10 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
     diagnosis = list(problem.diagnosis)
     # The heuristic always answers (40 % of the budget at most; it usually needs far less); the MILP
     # may improve on it until 60 %; the rest places the pods of each zone on its nodes.
-    x = _solve_heuristic(problem, started + 0.4 * budget_s)
+    x = _solve_heuristic(problem, _Deadline(0.4 * budget_s))
     method = "heuristic"
     if use_milp and len(problem.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
-        remaining = started + 0.6 * budget_s - time.perf_counter()
+        remaining = total.remaining() - 0.4 * budget_s
         if remaining > 0.003:
             try:
                 exact = _solve_milp(problem, remaining)
@@ -630,14 +648,54 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
     nodes: dict[str, dict[str, int]] = {}
     used = [z for z in range(nz) if t[:, z].any()]
     for i, z in enumerate(used):
-        share = (deadline - time.perf_counter()) / (len(used) - i)
-        refined = _refine_zone(state, problem, t, z, time.perf_counter() + share) if share > 0 else None
+        share = total.remaining() / (len(used) - i)
+        refined = _refine_zone(state, problem, t, z, _Deadline(share)) if share > 0 else None
         for workload, counts in (refined or {}).items():
             nodes.setdefault(workload, {}).update(counts)
     if not problem.edges:
         value = float("nan")  # no dependency: nothing to score
     return PlacementPlan(label, _plan_id(group, zones, nodes), method, objective, value,
                          (time.perf_counter() - started) * 1e3, zones, unplaced, nodes, tuple(diagnosis), reason)
+
+
+def compute_joint_plans(*, state: ClusterState, groups: Sequence[AppGroupSpec], objective: str = "network-score",
+                        budget_s: float = DEFAULT_BUDGET_S, reserved: Mapping[str, np.ndarray] | None = None,
+                        use_milp: bool = True, reason: str = "") -> list[PlacementPlan]:
+    """Plans for several AppGroups decided together (one model, their capacity shared), one per
+    group in ``groups`` order: the first is the AppGroup a pod asked for, the others AppGroups with
+    no pod placed yet, so that the first does not take the room the others' best zones had."""
+    if len(groups) == 1:
+        return [compute_plan(state=state, group=groups[0], objective=objective, budget_s=budget_s,
+                             reserved=reserved, use_milp=use_milp, reason=reason)]
+    first = groups[0]
+
+    def joint(g: AppGroupSpec, name: str) -> str:
+        return f"{g.namespace}/{g.name}/{name}"
+
+    workloads = tuple(replace(w, name=joint(g, w.name), dependencies=tuple(
+        replace(d, target=joint(g, d.target)) for d in w.dependencies)) for g in groups for w in g.workloads)
+    combined = AppGroupSpec(first.namespace, first.name, workloads)
+    placements = dict(state.placements)
+    for g in groups:
+        for w in g.workloads:
+            nodes = state.placements.get((g.namespace, g.name, w.name))
+            if nodes:
+                placements[(first.namespace, first.name, joint(g, w.name))] = nodes
+    plan = compute_plan(state=evolve(state, placements=placements), group=combined, objective=objective,
+                        budget_s=budget_s, reserved=reserved, use_milp=use_milp, reason=reason)
+    out = []
+    for i, g in enumerate(groups):
+        prefix = f"{g.namespace}/{g.name}/"
+
+        def mine(where: Mapping[str, Any], prefix: str = prefix) -> dict[str, Any]:
+            return {k[len(prefix):]: v for k, v in where.items() if k.startswith(prefix)}
+
+        own_zones, own_nodes = mine(plan.zones), mine(plan.nodes)
+        why = reason if i == 0 else f"planned together with {first.namespace}/{first.name} (no pod placed yet)"
+        out.append(PlacementPlan(f"{g.namespace}/{g.name}", _plan_id(g, own_zones, own_nodes), plan.method,
+                                 objective, plan.value, plan.elapsed_ms, own_zones, mine(plan.unplaced), own_nodes,
+                                 plan.diagnosis, why))
+    return out
 
 
 def demand_by_zone(plan: PlacementPlan, group: AppGroupSpec, placed: Mapping[str, Mapping[str, int]]
@@ -708,14 +766,22 @@ class PlanBook:
                 self._keep(versions, version, latest)
                 return latest.plan
             reserved = self._reserved(state, key)
-        plan = compute_plan(state=state, group=group, objective=objective, budget_s=self.budget_s,
-                            reserved=reserved, reason=reason or "")
+            companions = self._unstarted(state, group, objective)
+        plans = compute_joint_plans(state=state, groups=[group, *companions], objective=objective,
+                                    budget_s=self.budget_s, reserved=reserved, reason=reason or "")
+        plan = plans[0]
         with self._lock:
             versions = self._plans.setdefault(key, OrderedDict())
             raced = versions.get(version)
             if raced is not None and raced is not known:  # another request computed it meanwhile: one plan
                 return raced.plan
             self._keep(versions, version, _Entry(plan, group, id(state.topology), placed))
+            for other, other_plan in zip(companions, plans[1:], strict=True):
+                other_key = (other.namespace, other.name, objective)
+                if other_key not in self._plans:  # still unplanned: it gets its share of the joint plan
+                    self._keep(self._plans.setdefault(other_key, OrderedDict()),
+                               (id(state.topology), tuple(() for _ in other.workloads)),
+                               _Entry(other_plan, other, id(state.topology), {}))
             self.computed += 1
             if len(self._plans) > 2 * len(state.appgroups) + 16:  # AppGroups deleted since: forget their plans
                 alive = {(g.namespace, g.name) for g in state.appgroups}
@@ -742,6 +808,26 @@ class PlanBook:
         with self._lock:
             for key in [k for k in self._plans if k[:2] == (namespace, name)]:
                 del self._plans[key]
+
+    MAX_JOINT_GROUPS = 4
+    MAX_JOINT_WORKLOADS = 60
+
+    def _unstarted(self, state: ClusterState, group: AppGroupSpec, objective: str) -> list[AppGroupSpec]:
+        """AppGroups with no pod placed and no plan yet, planned together with ``group`` (a few)."""
+        out: list[AppGroupSpec] = []
+        size = len(group.workloads)
+        for other in state.appgroups:
+            if (other.namespace, other.name) == (group.namespace, group.name) or (
+                    other.namespace, other.name, objective) in self._plans or not any(
+                    w.replicas > 0 for w in other.workloads):
+                continue
+            if any(state.placements.get((other.namespace, other.name, w.name)) for w in other.workloads):
+                continue
+            if len(out) + 1 >= self.MAX_JOINT_GROUPS or size + len(other.workloads) > self.MAX_JOINT_WORKLOADS:
+                break
+            out.append(other)
+            size += len(other.workloads)
+        return out
 
     def _reserved(self, state: ClusterState, own: tuple[str, str, str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
