@@ -109,7 +109,10 @@ def _zones(state: ClusterState, reserved: Mapping[str, np.ndarray] | None) -> _Z
     free_rows, node_rows, samples = [], [], []
     for zone in names:
         nodes = [state.nodes[n] for n in by_zone[zone]]
-        rows = np.array([_free_row(n) for n in nodes], dtype=np.float64).reshape(len(nodes), 3)
+        rows = np.maximum(np.array([(n.allocatable_cpu_millicores - n.requested_cpu_millicores,
+                                     n.allocatable_memory_bytes - n.requested_memory_bytes,
+                                     MAX_PODS_PER_NODE - n.pod_count) for n in nodes], dtype=np.float64), 0.0
+                          ).reshape(len(nodes), 3)
         total = rows.sum(axis=0)
         if reserved and zone in reserved:
             total = np.maximum(total - reserved[zone], 0.0)
@@ -193,6 +196,7 @@ class _Problem:
         self.us = np.array([e[0] for e in self.edges], dtype=np.int64)
         self.ds = np.array([e[1] for e in self.edges], dtype=np.int64)
         self.weighted = (np.array([e[2] * e[3] for e in self.edges]).reshape(len(self.edges), nz, nz))
+        self.forbid = tuple(np.array([f[k] for f in self.forbidden], dtype=np.int64) for k in range(4))
 
     @property
     def todo(self) -> np.ndarray:
@@ -369,12 +373,12 @@ def _gain(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
 
 
 def _allowed(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
+    """Zones where a pod of w breaks no forbidden zone pair with the pods counted in ``t``."""
     ok = np.ones(t.shape[1], dtype=bool)
-    for u, z1, d, z2 in problem.forbidden:
-        if u == w and t[d, z2] > 0:
-            ok[z1] = False
-        if d == w and t[u, z1] > 0:
-            ok[z2] = False
+    fu, fz1, fd, fz2 = problem.forbid
+    if fu.size:
+        ok[fz1[(fu == w) & (t[fd, fz2] > 0)]] = False
+        ok[fz2[(fd == w) & (t[fu, fz1] > 0)]] = False
     return ok
 
 
