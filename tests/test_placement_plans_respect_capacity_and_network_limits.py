@@ -187,3 +187,33 @@ def test_appgroups_without_pods_are_planned_together_with_the_first_and_share_th
     cpu_in_a = sum(where.get("A", 0) for plan in (mine, theirs) for where in plan.zones.values()) * 1000
     assert 0 < cpu_in_a <= 4000  # A's room is split between them, never over-committed
     assert not mine.unplaced and not theirs.unplaced
+
+
+def test_hard_zone_mode_keeps_the_appgroup_in_one_zone_or_the_pod_waits_with_a_reason():
+    from apps.scheduler.scoring import engine
+
+    group = _chain(cpu=1000)  # 3 CPU: A (2 x 1 CPU) cannot hold it all, B and C can
+    state = initial_state(_scenario(a_cpu="1"), [group])
+    state = bind(state, _pod(group, "front"), "a1")  # a pod already in A: soft mode plans the rest around it
+    soft = compute_plan(state=state, group=group, budget_s=2.0)
+    assert len({z for where in soft.zones.values() for z in where}) > 1
+    # Zone mode: the zone holding the placed pod is the only one; what does not fit there waits.
+    hard = compute_plan(state=state, group=group, budget_s=2.0, mode="zone")
+    assert {z for where in hard.zones.values() for z in where} == {"A"} and sum(hard.unplaced.values()) == 1
+    too_big = _chain(cpu=6000)  # 18 CPU: no zone holds it (C: two 8-CPU nodes take one 6-CPU pod each)
+    profile = engine.Profile("hard-zone", (("network-score", 1.0, {}),), ("plan",), {"plan": {"mode": "zone"}})
+    state = evolve(initial_state(_scenario(), [too_big]), plan_book=PlanBook(budget_s=2.0))
+    plan = state.plan_book.plan_for(state, too_big, mode="zone")
+    assert sum(plan.unplaced.values()) == 1 and any("no single zone holds" in d for d in plan.diagnosis)
+    waiting = next(w for w, n in plan.unplaced.items() if n)
+    for workload, where in plan.nodes.items():  # bind what the plan places, then the last pod must wait
+        for node in where:
+            state = bind(state, _pod(too_big, workload), node)
+    pod = _pod(too_big, waiting).pod
+    out = engine.run_filters(state, pod, list(state.nodes), profile)
+    assert out.passed == () and set(out.unresolvable) == set(state.nodes)
+    assert all("topology mode zone" in reason and "no single zone holds" in reason
+               for reason in out.unresolvable.values())
+    # Soft mode never leaves a pod without a node on the plan's account.
+    soft_profile = engine.Profile("soft", (("network-score", 1.0, {}),), ("plan",))
+    assert engine.run_filters(state, pod, list(state.nodes), soft_profile).passed

@@ -340,32 +340,36 @@ def _parse_plan(params: Mapping[str, Any]) -> dict[str, Any]:
     objective = params.get("objective", "network-score")
     if objective not in plans.OBJECTIVES:
         raise ValueError(f"objective: must be one of {', '.join(plans.OBJECTIVES)}, got {str(objective)[:40]!r}")
-    return {"objective": objective}
+    mode = params.get("mode", "soft")
+    if mode not in plans.MODES:
+        raise ValueError(f"mode: must be one of {', '.join(plans.MODES)}, got {str(mode)[:40]!r}")
+    return {"objective": objective, "mode": mode}
 
 
-def _plan(ctx: _Context, objective: str) -> plans.PlacementPlan:
+def _plan(ctx: _Context, objective: str, mode: str) -> plans.PlacementPlan:
     """The AppGroup's plan: from the state's plan book (kept while valid), else computed once per
     state (``state.memo``)."""
     assert ctx.ref is not None
     group = ctx.ref.group
     book = ctx.state.plan_book
     if book is not None:
-        plan: plans.PlacementPlan = ctx.remember(("plan", objective), lambda: book.plan_for(
-            ctx.state, group, objective=objective))
+        plan: plans.PlacementPlan = ctx.remember(("plan", objective, mode), lambda: book.plan_for(
+            ctx.state, group, objective=objective, mode=mode))
         return plan
-    key = ("plan", group.namespace, group.name, objective)
+    key = ("plan", group.namespace, group.name, objective, mode)
     cached = ctx.state.memo.get(key)
     if cached is None or cached[0] != group:
-        cached = (group, plans.compute_plan(state=ctx.state, group=group, objective=objective))
+        cached = (group, plans.compute_plan(state=ctx.state, group=group, objective=objective, mode=mode))
         ctx.state.memo.put(key, cached, size=1)
     result: plans.PlacementPlan = cached[1]
     return result
 
 
-def _plan_masks(ctx: _Context, objective: str) -> tuple[np.ndarray, np.ndarray, plans.PlacementPlan, tuple[str, ...]]:
+def _plan_masks(ctx: _Context, p: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, plans.PlacementPlan,
+                                                                 tuple[str, ...]]:
     """Candidates on a node, and in a zone, where the plan still wants a pod of this workload."""
     assert ctx.ref is not None
-    plan = _plan(ctx, objective)
+    plan = _plan(ctx, p["objective"], p.get("mode", "soft"))
     workload = ctx.ref.workload.name
     zones_left = dict(plan.zones_for(workload))
     nodes_left = dict(plan.nodes_for(workload))
@@ -385,7 +389,7 @@ def _plan_masks(ctx: _Context, objective: str) -> tuple[np.ndarray, np.ndarray, 
 
 def _score_plan(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
     """100 on a planned node, 75 elsewhere in a planned zone, 0 outside."""
-    on_node, in_zone, plan, zones = _plan_masks(ctx, p["objective"])
+    on_node, in_zone, plan, zones = _plan_masks(ctx, p)
     ctx.notes.append(f"{plan.summary()}; this pod's zone(s): {', '.join(zones) or 'none left'}")
     return np.where(on_node, MAX_NODE_SCORE, np.where(in_zone, 0.75 * MAX_NODE_SCORE, 0.0))
 
@@ -422,7 +426,7 @@ def _filter_plan(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
     the rest of the plan. Never depends on the plan alone: ``run_filters`` ignores a steering filter
     that would leave no node (the plan is stale or infeasible now)."""
     assert ctx.ref is not None
-    on_node, in_zone, plan, zones = _plan_masks(ctx, p["objective"])
+    on_node, in_zone, plan, zones = _plan_masks(ctx, p)
     names = ctx.candidates
     workload = ctx.ref.workload.name
     ctx.plan_info = {"id": plan.plan_id, "method": plan.method, "value": round(plan.value, 2)
@@ -431,8 +435,13 @@ def _filter_plan(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
                      "reason": plan.reason, "followed": bool(in_zone.any())}
     if plan.diagnosis:
         ctx.plan_info["diagnosis"] = list(plan.diagnosis)
+    mode = p.get("mode", "soft")
     if not in_zone.any():
         ctx.notes.append(f"plan {plan.plan_id}: no candidate in its zone(s) ({', '.join(zones) or 'none left'})")
+        if mode != "soft":  # hard mode: the pod waits, and says why
+            why = "; ".join(plan.diagnosis) or f"no candidate node in its planned zone(s) {', '.join(zones)}"
+            reason = f"topology mode {mode}: AppGroup {plan.appgroup} stays in one {mode}: {why}"
+            return {}, {name: reason for name in names}
         return {}, {}
     outside = f"outside placement plan {plan.plan_id} (zone {', '.join(zones)})"
     failures = {names[i]: outside for i in np.flatnonzero(~in_zone).tolist()}
@@ -714,7 +723,8 @@ def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
         steering: dict[str, str] = {}
         for name in profile.filters:
             soft, hard = FILTERS[name].run(ctx, parsed[name])
-            target = steering if name in STEERING_FILTERS else (
+            required = parsed[name].get("mode", "soft") != "soft"  # hard topology mode: a real filter
+            target = steering if name in STEERING_FILTERS and not required else (
                 unresolvable if name in UNRESOLVABLE_FILTERS else failed)
             for node, reason in {**soft, **hard}.items():
                 if node not in failed and node not in unresolvable:

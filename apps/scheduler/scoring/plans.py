@@ -43,6 +43,8 @@ from .state import ClusterState, NodeResources, evolve
 
 DEFAULT_BUDGET_S = 0.050
 OBJECTIVES = ("network-score", "network-cost")
+# soft: the plan is a preference; zone / region: the whole AppGroup in one zone / region, or its pods wait.
+MODES = ("soft", "zone", "region")
 MAX_PODS_PER_NODE = 110
 # Nodes per zone sampled for the zone-to-zone score matrices (measured pairs are near-uniform in a zone).
 ZONE_SAMPLE = 8
@@ -503,6 +505,39 @@ def _local_search(problem: _Problem, x: np.ndarray, deadline: _Deadline) -> np.n
     return x
 
 
+def _solve_in_one_domain(problem: _Problem, mode: str, deadline: _Deadline, diagnosis: list[str]) -> np.ndarray:
+    """Hard mode: the best plan that keeps the whole AppGroup in one zone (or one region): each
+    candidate domain is solved with the other zones closed; a domain must hold the pods already
+    placed. Pods that fit in no single domain stay unplanned (they wait), said in ``diagnosis``."""
+    names = problem.zones.names
+    keys = names if mode == "zone" else problem.zones.regions
+    domains: dict[str, list[int]] = {}
+    for z, k in enumerate(keys):
+        domains.setdefault(k, []).append(z)
+    used = {keys[z] for z in np.flatnonzero(problem.placed.sum(axis=0)).tolist()}
+    if len(used) > 1:
+        diagnosis.append(f"{mode} mode: pods already run in {len(used)} {mode}s ({', '.join(sorted(used))}); "
+                         "only the first keeps taking pods")
+    if used:
+        domains = {k: v for k, v in domains.items() if k == sorted(used)[0]}
+    best: np.ndarray | None = None
+    best_domain = ""
+    for key, zs in domains.items():
+        closed = np.ones(len(names), dtype=bool)
+        closed[zs] = False
+        slots = problem.slots.copy()
+        slots[:, closed] = 0
+        x = _solve_heuristic(replace(problem, slots=slots), deadline)
+        if best is None or _better(problem, x, best):
+            best, best_domain = x, key
+    assert best is not None
+    missing = problem.todo.sum() - best.sum()
+    if missing > 0:
+        diagnosis.append(f"{mode} mode: no single {mode} holds the whole AppGroup; {best_domain} holds "
+                         f"{int(best.sum())} of its {int(problem.todo.sum())} pods to place, {int(missing)} wait")
+    return best
+
+
 def _better(problem: _Problem, a: np.ndarray, b: np.ndarray) -> bool:
     """Does ``a`` place more pods, or as many with a higher score, than ``b``?"""
     ka, kb = float(a.sum()), float(b.sum())
@@ -604,13 +639,15 @@ def _plan_id(group: AppGroupSpec, *places: Mapping[str, Mapping[str, int]]) -> s
 
 def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "network-score",
                  budget_s: float = DEFAULT_BUDGET_S, reserved: Mapping[str, np.ndarray] | None = None,
-                 use_milp: bool = True, reason: str = "") -> PlacementPlan:
+                 use_milp: bool = True, reason: str = "", mode: str = "soft") -> PlacementPlan:
     """A plan for every pod of ``group`` not yet bound in ``state`` within ``budget_s`` of this
     thread's CPU time (and WALL_SLACK x that of wall time), beyond the granularity of one greedy
     pass and of building the model. ``reserved``: per zone (cpu, memory, pods) held by other
     AppGroups' plans (first come keeps its plan)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if mode not in MODES:
+        raise ValueError(f"mode: must be one of {', '.join(MODES)}, got {mode!r}")
     started = time.perf_counter()
     total = _Deadline(budget_s)
     label = f"{group.namespace}/{group.name}"
@@ -623,9 +660,12 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
     diagnosis = list(problem.diagnosis)
     # The heuristic always answers (40 % of the budget at most; it usually needs far less); the MILP
     # may improve on it until 60 %; the rest places the pods of each zone on its nodes.
-    x = _solve_heuristic(problem, _Deadline(0.4 * budget_s))
     method = "heuristic"
-    if use_milp and len(problem.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
+    if mode != "soft":
+        x = _solve_in_one_domain(problem, mode, _Deadline(0.6 * budget_s), diagnosis)
+    else:
+        x = _solve_heuristic(problem, _Deadline(0.4 * budget_s))
+    if mode == "soft" and use_milp and len(problem.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
         remaining = total.remaining() - 0.4 * budget_s
         if remaining > 0.003:
             try:
@@ -664,13 +704,13 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
 
 def compute_joint_plans(*, state: ClusterState, groups: Sequence[AppGroupSpec], objective: str = "network-score",
                         budget_s: float = DEFAULT_BUDGET_S, reserved: Mapping[str, np.ndarray] | None = None,
-                        use_milp: bool = True, reason: str = "") -> list[PlacementPlan]:
+                        use_milp: bool = True, reason: str = "", mode: str = "soft") -> list[PlacementPlan]:
     """Plans for several AppGroups decided together (one model, their capacity shared), one per
     group in ``groups`` order: the first is the AppGroup a pod asked for, the others AppGroups with
     no pod placed yet, so that the first does not take the room the others' best zones had."""
     if len(groups) == 1:
         return [compute_plan(state=state, group=groups[0], objective=objective, budget_s=budget_s,
-                             reserved=reserved, use_milp=use_milp, reason=reason)]
+                             reserved=reserved, use_milp=use_milp, reason=reason, mode=mode)]
     first = groups[0]
 
     def joint(g: AppGroupSpec, name: str) -> str:
@@ -749,13 +789,13 @@ class PlanBook:
 
     def __init__(self, *, budget_s: float = DEFAULT_BUDGET_S) -> None:
         self.budget_s = min(max(budget_s, 1e-3), 10.0)
-        self._plans: dict[tuple[str, str, str], OrderedDict[tuple[Any, ...], _Entry]] = {}
+        self._plans: dict[tuple[str, str, str, str], OrderedDict[tuple[Any, ...], _Entry]] = {}
         self._lock = threading.Lock()
         self.computed = 0
 
-    def plan_for(self, state: ClusterState, group: AppGroupSpec, *, objective: str = "network-score"
-                 ) -> PlacementPlan:
-        key = (group.namespace, group.name, objective)
+    def plan_for(self, state: ClusterState, group: AppGroupSpec, *, objective: str = "network-score",
+                 mode: str = "soft") -> PlacementPlan:
+        key = (group.namespace, group.name, objective, mode)
         version = (id(state.topology), tuple(
             tuple(sorted(state.placements.get((group.namespace, group.name, w.name), ()))) for w in group.workloads))
         placed = placed_by_zone(state, group)
@@ -770,9 +810,9 @@ class PlanBook:
                 self._keep(versions, version, latest)
                 return latest.plan
             reserved = self._reserved(state, key)
-            companions = self._unstarted(state, group, objective)
+            companions = self._unstarted(state, group, objective) if mode == "soft" else []
         plans = compute_joint_plans(state=state, groups=[group, *companions], objective=objective,
-                                    budget_s=self.budget_s, reserved=reserved, reason=reason or "")
+                                    budget_s=self.budget_s, reserved=reserved, reason=reason or "", mode=mode)
         plan = plans[0]
         with self._lock:
             versions = self._plans.setdefault(key, OrderedDict())
@@ -781,7 +821,7 @@ class PlanBook:
                 return raced.plan
             self._keep(versions, version, _Entry(plan, group, id(state.topology), placed))
             for other, other_plan in zip(companions, plans[1:], strict=True):
-                other_key = (other.namespace, other.name, objective)
+                other_key = (other.namespace, other.name, objective, mode)
                 if other_key not in self._plans:  # still unplanned: it gets its share of the joint plan
                     self._keep(self._plans.setdefault(other_key, OrderedDict()),
                                (id(state.topology), tuple(() for _ in other.workloads)),
@@ -799,13 +839,14 @@ class PlanBook:
         while len(versions) > self.VERSIONS:
             versions.popitem(last=False)
 
-    def _latest(self, key: tuple[str, str, str]) -> _Entry | None:
+    def _latest(self, key: tuple[str, str, str, str]) -> _Entry | None:
         versions = self._plans.get(key)
         return next(reversed(versions.values()), None) if versions else None
 
-    def peek(self, namespace: str, name: str, objective: str = "network-score") -> PlacementPlan | None:
+    def peek(self, namespace: str, name: str, objective: str = "network-score", mode: str = "soft"
+             ) -> PlacementPlan | None:
         with self._lock:
-            entry = self._latest((namespace, name, objective))
+            entry = self._latest((namespace, name, objective, mode))
         return entry.plan if entry is not None else None
 
     def forget(self, namespace: str, name: str) -> None:
@@ -822,7 +863,7 @@ class PlanBook:
         size = len(group.workloads)
         for other in state.appgroups:
             if (other.namespace, other.name) == (group.namespace, group.name) or (
-                    other.namespace, other.name, objective) in self._plans or not any(
+                    other.namespace, other.name, objective, "soft") in self._plans or not any(
                     w.replicas > 0 for w in other.workloads):
                 continue
             if any(state.placements.get((other.namespace, other.name, w.name)) for w in other.workloads):
@@ -833,7 +874,7 @@ class PlanBook:
             size += len(other.workloads)
         return out
 
-    def _reserved(self, state: ClusterState, own: tuple[str, str, str]) -> dict[str, np.ndarray]:
+    def _reserved(self, state: ClusterState, own: tuple[str, str, str, str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         for key in self._plans:
             entry = self._latest(key)
