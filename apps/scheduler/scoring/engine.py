@@ -347,19 +347,18 @@ def _parse_plan(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _plan(ctx: _Context, objective: str, mode: str) -> plans.PlacementPlan:
-    """The AppGroup's plan: from the state's plan book (kept while valid), else computed once per
-    state (``state.memo``)."""
+    """The AppGroup's plan: from the state's plan book (kept while valid), else computed; asked once
+    per state (``state.memo``)."""
     assert ctx.ref is not None
     group = ctx.ref.group
     book = ctx.state.plan_book
-    if book is not None:
-        plan: plans.PlacementPlan = ctx.remember(("plan", objective, mode), lambda: book.plan_for(
-            ctx.state, group, objective=objective, mode=mode))
-        return plan
+    # Once per state (filter and prioritize of every pod of this state share it).
     key = ("plan", group.namespace, group.name, objective, mode)
     cached = ctx.state.memo.get(key)
     if cached is None or cached[0] != group:
-        cached = (group, plans.compute_plan(state=ctx.state, group=group, objective=objective, mode=mode))
+        plan = (book.plan_for(ctx.state, group, objective=objective, mode=mode) if book is not None
+                else plans.compute_plan(state=ctx.state, group=group, objective=objective, mode=mode))
+        cached = (group, plan)
         ctx.state.memo.put(key, cached, size=1)
     result: plans.PlacementPlan = cached[1]
     return result
@@ -380,11 +379,26 @@ def _plan_masks(ctx: _Context, p: Mapping[str, Any]) -> tuple[np.ndarray, np.nda
         if node in nodes_left:
             nodes_left[node] -= 1
     zones = tuple(sorted(z for z, n in zones_left.items() if n > 0))
-    nodes = ctx.state.nodes
-    in_zone = np.fromiter((nodes[n].zone in zones if n in nodes else False for n in ctx.candidates),
-                          dtype=bool, count=len(ctx.candidates))
-    on_node = np.fromiter((nodes_left.get(n, 0) > 0 for n in ctx.candidates), dtype=bool, count=len(ctx.candidates))
+    if not zones and workload not in plan.unplaced:
+        # Every planned pod of the workload is placed (more pods than its replicas hint): the extra
+        # ones follow the workload's zones, with no node of their own.
+        zones, nodes_left = tuple(sorted(plan.zones_for(workload))), {}
+    wanted = frozenset(zones)
+    in_zone = ctx.remember(("plan-zones", wanted), lambda: _readonly(_in_zones(ctx, wanted)))
+    on_node = np.zeros(len(ctx.candidates), dtype=bool)
+    targets = [n for n, c in nodes_left.items() if c > 0]
+    if targets:
+        on_node = np.isin(np.asarray(ctx.candidates, dtype=object), np.asarray(targets, dtype=object))
     return on_node & in_zone, in_zone, plan, zones
+
+
+def _in_zones(ctx: _Context, zones: frozenset[str]) -> np.ndarray:
+    """Which candidates are in ``zones`` (the cluster's node labels; unknown nodes are not)."""
+    nodes = ctx.state.nodes
+    if not zones:
+        return np.zeros(len(ctx.candidates), dtype=bool)
+    return np.fromiter((n in nodes and nodes[n].zone in zones for n in ctx.candidates), dtype=bool,
+                       count=len(ctx.candidates))
 
 
 def _score_plan(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:

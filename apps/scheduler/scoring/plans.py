@@ -756,6 +756,18 @@ def demand_by_zone(plan: PlacementPlan, group: AppGroupSpec, placed: Mapping[str
 
 
 def placed_by_zone(state: ClusterState, group: AppGroupSpec) -> dict[str, dict[str, int]]:
+    """workload -> zone -> pods bound there (once per state: the state's memo keeps it; do not mutate)."""
+    key = ("placed-by-zone", group.namespace, group.name)
+    cached = state.memo.get(key)
+    if cached is not None and cached[0] == group:
+        result: dict[str, dict[str, int]] = cached[1]
+        return result
+    out = _count_by_zone(state, group)
+    state.memo.put(key, (group, out), size=1)
+    return out
+
+
+def _count_by_zone(state: ClusterState, group: AppGroupSpec) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for workload in group.workloads:
         counts: dict[str, int] = {}
@@ -796,8 +808,10 @@ class PlanBook:
     def plan_for(self, state: ClusterState, group: AppGroupSpec, *, objective: str = "network-score",
                  mode: str = "soft") -> PlacementPlan:
         key = (group.namespace, group.name, objective, mode)
+        # The placements tuples themselves: the cache hands out the same tuple objects until the
+        # workload's pods change, so this is cheap, and equal tuples mean the same pods.
         version = (id(state.topology), tuple(
-            tuple(sorted(state.placements.get((group.namespace, group.name, w.name), ()))) for w in group.workloads))
+            state.placements.get((group.namespace, group.name, w.name), ()) for w in group.workloads))
         placed = placed_by_zone(state, group)
         with self._lock:
             versions = self._plans.setdefault(key, OrderedDict())
@@ -893,6 +907,8 @@ class PlanBook:
         plan = entry.plan
         for workload, counts in placed.items():
             planned = plan.zones_for(workload)
+            if sum(counts.values()) > sum(planned.values()) + plan.unplaced.get(workload, 0):
+                continue  # more pods than the AppGroup's replicas hint: beyond any plan, not against it
             for zone, count in counts.items():
                 if count > planned.get(zone, 0):
                     return f"a pod of {workload} was placed in zone {zone or '(none)'} outside the plan"
@@ -900,11 +916,15 @@ class PlanBook:
             return "pods were placed since a plan that did not hold the whole AppGroup"
         need = demand_by_zone(plan, group, placed)
         if need:
-            free: dict[str, np.ndarray] = {}
+            free = {zone: [0, 0, 0] for zone in need}  # plain ints: this runs on every request
             for node in state.nodes.values():
-                free[node.zone] = free.get(node.zone, np.zeros(3)) + _free_row(node)
+                room = free.get(node.zone)
+                if room is not None:
+                    room[0] += max(node.allocatable_cpu_millicores - node.requested_cpu_millicores, 0)
+                    room[1] += max(node.allocatable_memory_bytes - node.requested_memory_bytes, 0)
+                    room[2] += max(MAX_PODS_PER_NODE - node.pod_count, 0)
             for zone, amount in need.items():
-                if np.any(free.get(zone, np.zeros(3)) < amount):
+                if np.any(np.array(free[zone], dtype=np.float64) < amount):
                     return f"zone {zone or '(none)'} no longer has room for the plan's pods"
         return None
 
@@ -913,6 +933,8 @@ class PlanBook:
 # Packing inside a zone: the plan counts a zone's capacity as a whole, so a light pod taking the only
 # node big enough for a planned heavy pod would break it. Steering keeps such nodes for the heavy pods.
 MAX_PACKING_NODES = 64
+# ... and at most this many of the plan's pods left there (beyond, the check would cost more than a request).
+MAX_PACKING_PODS = 48
 
 
 def _packs(free: np.ndarray, pods: np.ndarray) -> bool:
@@ -931,8 +953,9 @@ def _packs(free: np.ndarray, pods: np.ndarray) -> bool:
 def nodes_keeping_plan(state: ClusterState, plan: PlacementPlan, group: AppGroupSpec, workload: str,
                        candidates: Sequence[str]) -> np.ndarray | None:
     """Which ``candidates`` (nodes of the plan's zones) leave room for the rest of the plan's pods
-    there once this pod of ``workload`` is bound; None when it cannot tell (big zone, or the rest
-    does not pack anyway), so the caller does not narrow."""
+    there once this pod of ``workload`` is bound; None when it cannot tell (a zone of more than
+    MAX_PACKING_NODES nodes or MAX_PACKING_PODS planned pods left, or the rest does not pack anyway),
+    so the caller does not narrow."""
     spec = {w.name: w for w in group.workloads}
     if workload not in spec:
         return None
@@ -945,13 +968,15 @@ def nodes_keeping_plan(state: ClusterState, plan: PlacementPlan, group: AppGroup
         if node is not None:
             by_zone.setdefault(node.zone, []).append(i)
     for zone, idx in by_zone.items():
-        members = [n for n in state.nodes.values() if n.zone == zone]
-        if len(members) > MAX_PACKING_NODES:
-            return None
         rest: list[np.ndarray] = []
         for w in spec:
             left = plan.zones_for(w).get(zone, 0) - placed.get(w, {}).get(zone, 0) - (1 if w == workload else 0)
             rest.extend([demand[w]] * max(left, 0))
+        if not rest or len(rest) > MAX_PACKING_PODS:
+            return None  # nothing left to keep room for, or too much to check on a request
+        members = [n for n in state.nodes.values() if n.zone == zone]
+        if len(members) > MAX_PACKING_NODES:
+            return None
         pods = np.array(rest, dtype=np.float64).reshape(len(rest), 3)
         names = [n.name for n in members]
         free = np.array([_free_row(n) for n in members], dtype=np.float64).reshape(len(members), 3)
