@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -130,7 +130,7 @@ def _zones(state: ClusterState, reserved: Mapping[str, np.ndarray] | None) -> _Z
 def _block_means(matrix: np.ndarray, zones: _Zones, *, diagonal: float) -> np.ndarray:
     """Mean of ``matrix`` (over the concatenated samples) per zone pair, NaN entries left out;
     inside a zone the node's pair with itself is left out too (``diagonal`` for a one-node zone)."""
-    sizes = np.array([z.size for z in zones.samples])
+    sizes = np.array([z.size for z in zones.samples], dtype=np.int64)
     member = np.repeat(np.arange(len(sizes)), sizes)
     onehot = (member[None, :] == np.arange(len(sizes))[:, None]).astype(np.float64)  # (Z, S)
     known = np.isfinite(matrix)
@@ -771,10 +771,10 @@ def _count_by_zone(state: ClusterState, group: AppGroupSpec) -> dict[str, dict[s
     out: dict[str, dict[str, int]] = {}
     for workload in group.workloads:
         counts: dict[str, int] = {}
-        for node in state.placements.get((group.namespace, group.name, workload.name), ()):
+        for node, n in Counter(state.placements.get((group.namespace, group.name, workload.name), ())).items():
             res = state.nodes.get(node)
             if res is not None:  # pods on nodes the cluster no longer lists are not planned around
-                counts[res.zone] = counts.get(res.zone, 0) + 1
+                counts[res.zone] = counts.get(res.zone, 0) + n
         if counts:
             out[workload.name] = counts
     return out
@@ -900,7 +900,7 @@ class PlanBook:
 
     def _invalid(self, state: ClusterState, group: AppGroupSpec, entry: _Entry,
                  placed: dict[str, dict[str, int]]) -> str | None:
-        if entry.group != group:
+        if entry.group is not group and entry.group != group:
             return "the AppGroup changed"
         if entry.topology_id != id(state.topology):
             return "the topology changed"
