@@ -217,3 +217,16 @@ def test_hard_zone_mode_keeps_the_appgroup_in_one_zone_or_the_pod_waits_with_a_r
     # Soft mode never leaves a pod without a node on the plan's account.
     soft_profile = engine.Profile("soft", (("network-score", 1.0, {}),), ("plan",))
     assert engine.run_filters(state, pod, list(state.nodes), soft_profile).passed
+
+
+def test_a_plan_with_nothing_to_tell_zones_apart_does_not_narrow_the_candidates():
+    from apps.scheduler.scoring import engine
+
+    loners = _group(("a", 2, 100, ()), ("b", 1, 100, ()))  # no dependency: every zone is as good
+    state = initial_state(_scenario(), [loners])
+    plan = compute_plan(state=state, group=loners, budget_s=2.0)
+    assert not plan.informed and not plan.unplaced
+    out = engine.run_filters(state, _pod(loners, "a").pod, list(state.nodes), engine.BUILTIN_PROFILES["network"])
+    assert out.passed == tuple(state.nodes) and out.plan is not None and out.plan["followed"] is False
+    chained = compute_plan(state=initial_state(_scenario(), [_chain()]), group=_chain(), budget_s=2.0)
+    assert chained.informed

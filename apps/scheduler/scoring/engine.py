@@ -450,6 +450,10 @@ def _filter_plan(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
     if plan.diagnosis:
         ctx.plan_info["diagnosis"] = list(plan.diagnosis)
     mode = p.get("mode", "soft")
+    if mode == "soft" and not plan.informed:
+        ctx.notes.append(f"plan {plan.plan_id}: no dependency or measured link tells zones apart; not steering")
+        ctx.plan_info["followed"] = False
+        return {}, {}
     if not in_zone.any():
         ctx.notes.append(f"plan {plan.plan_id}: no candidate in its zone(s) ({', '.join(zones) or 'none left'})")
         if mode != "soft":  # hard mode: the pod waits, and says why

@@ -71,6 +71,9 @@ class PlacementPlan:
     nodes: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     diagnosis: tuple[str, ...] = ()
     reason: str = ""  # why this plan was (re)computed
+    # False when nothing told zones apart (no dependency, or no measured link): steering would only
+    # crowd the AppGroup into one zone, so the filter does not narrow on such a plan.
+    informed: bool = True
 
     def zones_for(self, workload: str) -> Mapping[str, int]:
         return self.zones.get(workload, {})
@@ -354,17 +357,18 @@ WALL_SLACK = 4.0
 
 
 class _Deadline:
-    __slots__ = ("cpu", "wall")
+    __slots__ = ("cpu", "slack", "wall")
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, slack: float = WALL_SLACK) -> None:
         self.cpu = time.thread_time() + seconds
-        self.wall = time.perf_counter() + seconds * WALL_SLACK
+        self.slack = slack  # math.inf: CPU time only (the evaluation harness: results independent of load)
+        self.wall = time.perf_counter() + seconds * slack
 
     def expired(self) -> bool:
         return time.thread_time() >= self.cpu or time.perf_counter() >= self.wall
 
     def remaining(self) -> float:
-        return max(0.0, min(self.cpu - time.thread_time(), (self.wall - time.perf_counter()) / WALL_SLACK))
+        return max(0.0, min(self.cpu - time.thread_time(), (self.wall - time.perf_counter()) / self.slack))
 
 
 def _gain(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
@@ -639,7 +643,8 @@ def _plan_id(group: AppGroupSpec, *places: Mapping[str, Mapping[str, int]]) -> s
 
 def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "network-score",
                  budget_s: float = DEFAULT_BUDGET_S, reserved: Mapping[str, np.ndarray] | None = None,
-                 use_milp: bool = True, reason: str = "", mode: str = "soft") -> PlacementPlan:
+                 use_milp: bool = True, reason: str = "", mode: str = "soft",
+                 wall_slack: float = WALL_SLACK) -> PlacementPlan:
     """A plan for every pod of ``group`` not yet bound in ``state`` within ``budget_s`` of this
     thread's CPU time (and WALL_SLACK x that of wall time), beyond the granularity of one greedy
     pass and of building the model. ``reserved``: per zone (cpu, memory, pods) held by other
@@ -649,7 +654,7 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
     if mode not in MODES:
         raise ValueError(f"mode: must be one of {', '.join(MODES)}, got {mode!r}")
     started = time.perf_counter()
-    total = _Deadline(budget_s)
+    total = _Deadline(budget_s, wall_slack)
     label = f"{group.namespace}/{group.name}"
     problem = _problem(state, group, objective, reserved)
     nw, nz = problem.placed.shape
@@ -662,9 +667,9 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
     # may improve on it until 60 %; the rest places the pods of each zone on its nodes.
     method = "heuristic"
     if mode != "soft":
-        x = _solve_in_one_domain(problem, mode, _Deadline(0.6 * budget_s), diagnosis)
+        x = _solve_in_one_domain(problem, mode, _Deadline(0.6 * budget_s, wall_slack), diagnosis)
     else:
-        x = _solve_heuristic(problem, _Deadline(0.4 * budget_s))
+        x = _solve_heuristic(problem, _Deadline(0.4 * budget_s, wall_slack))
     if mode == "soft" and use_milp and len(problem.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
         remaining = total.remaining() - 0.4 * budget_s
         if remaining > 0.003:
@@ -693,24 +698,27 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
     used = [z for z in range(nz) if t[:, z].any()]
     for i, z in enumerate(used):
         share = total.remaining() / (len(used) - i)
-        refined = _refine_zone(state, problem, t, z, _Deadline(share)) if share > 0 else None
+        refined = _refine_zone(state, problem, t, z, _Deadline(share, wall_slack)) if share > 0 else None
         for workload, counts in (refined or {}).items():
             nodes.setdefault(workload, {}).update(counts)
     if not problem.edges:
         value = float("nan")  # no dependency: nothing to score
+    informed = bool(problem.edges) and bool(np.ptp(problem.weighted) > 0)
     return PlacementPlan(label, _plan_id(group, zones, nodes), method, objective, value,
-                         (time.perf_counter() - started) * 1e3, zones, unplaced, nodes, tuple(diagnosis), reason)
+                         (time.perf_counter() - started) * 1e3, zones, unplaced, nodes, tuple(diagnosis), reason,
+                         informed)
 
 
 def compute_joint_plans(*, state: ClusterState, groups: Sequence[AppGroupSpec], objective: str = "network-score",
                         budget_s: float = DEFAULT_BUDGET_S, reserved: Mapping[str, np.ndarray] | None = None,
-                        use_milp: bool = True, reason: str = "", mode: str = "soft") -> list[PlacementPlan]:
+                        use_milp: bool = True, reason: str = "", mode: str = "soft",
+                        wall_slack: float = WALL_SLACK) -> list[PlacementPlan]:
     """Plans for several AppGroups decided together (one model, their capacity shared), one per
     group in ``groups`` order: the first is the AppGroup a pod asked for, the others AppGroups with
     no pod placed yet, so that the first does not take the room the others' best zones had."""
     if len(groups) == 1:
         return [compute_plan(state=state, group=groups[0], objective=objective, budget_s=budget_s,
-                             reserved=reserved, use_milp=use_milp, reason=reason, mode=mode)]
+                             reserved=reserved, use_milp=use_milp, reason=reason, mode=mode, wall_slack=wall_slack)]
     first = groups[0]
 
     def joint(g: AppGroupSpec, name: str) -> str:
@@ -726,7 +734,7 @@ def compute_joint_plans(*, state: ClusterState, groups: Sequence[AppGroupSpec], 
             if nodes:
                 placements[(first.namespace, first.name, joint(g, w.name))] = nodes
     plan = compute_plan(state=evolve(state, placements=placements), group=combined, objective=objective,
-                        budget_s=budget_s, reserved=reserved, use_milp=use_milp, reason=reason)
+                        budget_s=budget_s, reserved=reserved, use_milp=use_milp, reason=reason, wall_slack=wall_slack)
     out = []
     for i, g in enumerate(groups):
         prefix = f"{g.namespace}/{g.name}/"
@@ -738,7 +746,7 @@ def compute_joint_plans(*, state: ClusterState, groups: Sequence[AppGroupSpec], 
         why = reason if i == 0 else f"planned together with {first.namespace}/{first.name} (no pod placed yet)"
         out.append(PlacementPlan(f"{g.namespace}/{g.name}", _plan_id(g, own_zones, own_nodes), plan.method,
                                  objective, plan.value, plan.elapsed_ms, own_zones, mine(plan.unplaced), own_nodes,
-                                 plan.diagnosis, why))
+                                 plan.diagnosis, why, plan.informed))
     return out
 
 
@@ -799,8 +807,9 @@ class PlanBook:
 
     VERSIONS = 8
 
-    def __init__(self, *, budget_s: float = DEFAULT_BUDGET_S) -> None:
+    def __init__(self, *, budget_s: float = DEFAULT_BUDGET_S, wall_slack: float = WALL_SLACK) -> None:
         self.budget_s = min(max(budget_s, 1e-3), 10.0)
+        self.wall_slack = wall_slack
         self._plans: dict[tuple[str, str, str, str], OrderedDict[tuple[Any, ...], _Entry]] = {}
         self._lock = threading.Lock()
         self.computed = 0
@@ -826,7 +835,8 @@ class PlanBook:
             reserved = self._reserved(state, key)
             companions = self._unstarted(state, group, objective) if mode == "soft" else []
         plans = compute_joint_plans(state=state, groups=[group, *companions], objective=objective,
-                                    budget_s=self.budget_s, reserved=reserved, reason=reason or "", mode=mode)
+                                    budget_s=self.budget_s, reserved=reserved, reason=reason or "", mode=mode,
+                                    wall_slack=self.wall_slack)
         plan = plans[0]
         with self._lock:
             versions = self._plans.setdefault(key, OrderedDict())
