@@ -19,8 +19,10 @@ from apps.appgroups.models import Placement
 from apps.appgroups.services import save_appgroup
 from apps.probes.scenario import load_scenario
 from apps.scheduler.evaluation.metrics import network_metrics
+from apps.scheduler.models import Decision
 from apps.scheduler.runtime import reset_runtime, runtime
-from apps.scheduler.scoring.engine import PROFILE_ANNOTATION
+from apps.scheduler.scoring.engine import PROFILE_ANNOTATION, explain
+from apps.scheduler.scoring.state import PodInfo
 from apps.topology import services as topology_services
 from apps.topology.scenario_topology import topology_from_scenario
 from tests.support.extender_wire import (
@@ -37,7 +39,8 @@ ROOT = Path(settings.BASE_DIR)
 
 @pytest.fixture
 def cluster(settings, db, fake_kube):
-    use_extender_test_settings(settings, KUBE_API_URL=fake_kube.url, BIND_DEADLINE_SECONDS=2.0)
+    # A generous plan budget: this proves steering on any machine load; bench/bench_plans.py proves speed.
+    use_extender_test_settings(settings, KUBE_API_URL=fake_kube.url, BIND_DEADLINE_SECONDS=2.0, PLAN_BUDGET_MS=2000)
     scenario = load_scenario(ROOT / "scenarios" / "multi-region-pressure.yaml")
     topology_services.load_nodes_from_scenario(scenario=scenario)
     store_topology(topology_from_scenario(scenario))
@@ -96,6 +99,10 @@ def average_score(scenario, spec, placed):
 
 def test_pods_follow_the_plan_and_beat_per_pod_scoring_in_the_same_order(client, cluster, fake_kube):
     scenario, spec = cluster
+
+    def zone_of(node: str) -> str:
+        return scenario.node(node).zone
+
     planned, failed = roll_out(client, fake_kube, scenario, spec, "network")
     book = runtime().cache.plans
     plan = book.peek(spec.namespace, spec.name)
@@ -103,8 +110,18 @@ def test_pods_follow_the_plan_and_beat_per_pod_scoring_in_the_same_order(client,
     assert book.computed == 1  # computed for the first pod, kept while every pod followed it
     for workload, node in planned.items():
         assert plan.nodes_for(workload) == {node: 1}
-    # Nodes outside the plan were filtered with a reason naming it.
+    # Nodes outside the plan were filtered with a reason naming it, and the decision log says which
+    # plan each filter answer followed and why it was computed.
     assert any(f"placement plan {plan.plan_id}" in reason for reasons in failed.values() for reason in reasons.values())
+    logged = [d.result["plan"] for d in Decision.objects.filter(verb="filter")]
+    assert len(logged) == len(planned)
+    assert all(p["id"] == plan.plan_id and p["followed"] and p["reason"] == "first pod of the AppGroup" for p in logged)
+    assert sorted(node for p in logged for node in p["nodes"]) == sorted(planned.values())
+    # Diagnose names the plan and where it puts the pod's workload.
+    nginx = PodInfo(spec.namespace, "nginx-x", labels={"app": "nginx"})
+    info = explain(runtime().view().state, nginx).info
+    assert any(f"placement plan {plan.plan_id}" in line and f"nginx -> {zone_of(planned['nginx'])} x1" in line
+               for line in info), info
     # The same arrival order without plans, on an emptied cluster.
     for pod in fake_kube.list("", "v1", "pods"):
         fake_kube.remove("", "v1", "pods", pod["metadata"]["name"], namespace=pod["metadata"]["namespace"])

@@ -50,7 +50,8 @@ PROMETHEUS_RULE_SCHEMA = {
         },
     },
 }
-EXTRA_DOCUMENTS = [ROOT / "scenarios" / "online-boutique-appgroup.yaml"]
+EXTRA_DOCUMENTS = [ROOT / "scenarios" / name for name in (
+    "online-boutique-appgroup.yaml", "social-network-appgroup.yaml", "two-tenants-appgroups.yaml")]
 
 QUANTITY = {
     "anyOf": [{"type": "integer"}, {"type": "string", "pattern": resources.quantity.QUANTITY_PATTERN}]

@@ -78,7 +78,7 @@ def _node_placements(plan, group):
 def test_plan_respects_zone_and_node_capacity_and_matches_the_optimum():
     group = _chain()
     state = initial_state(_scenario(a_cpu="1"), [group])  # A holds two of the three 1-CPU pods
-    plan = compute_plan(state=state, group=group)
+    plan = compute_plan(state=state, group=group, budget_s=2.0)  # quality, not speed (bench/bench_plans.py)
     zones, nodes = _used(state, plan, group)
     assert zones.get("A", 0) <= 2000
     for node, cpu in nodes.items():
@@ -99,7 +99,7 @@ def test_max_network_cost_and_min_bandwidth_forbid_zone_pairs():
         state = bind(state, _pod(group, "front"), "a1")  # A is now full: mid goes to B or C
         if topology is not None:
             state = replace(state, topology=topology)
-        plan = compute_plan(state=state, group=group)
+        plan = compute_plan(state=state, group=group, budget_s=2.0)
         assert not plan.unplaced
         return plan.zones_for("mid")
 
@@ -115,7 +115,7 @@ def test_max_network_cost_and_min_bandwidth_forbid_zone_pairs():
 def test_an_appgroup_bigger_than_the_cluster_gets_a_plan_for_what_fits_and_a_diagnosis():
     group = _group(("db", 3, 8000, ()), ("web", 2, 500, (DependencySpec("db", LAT),)))
     state = initial_state(_scenario(), [group])  # only c1 and c2 hold an 8-CPU pod
-    plan = compute_plan(state=state, group=group)
+    plan = compute_plan(state=state, group=group, budget_s=2.0)
     assert plan.unplaced == {"db": 1}
     assert sum(plan.zones["db"].values()) == 2 and sum(plan.zones["web"].values()) == 2
     assert any("does not hold the whole AppGroup" in d and "db 1 pod(s)" in d for d in plan.diagnosis)
@@ -127,7 +127,7 @@ def test_empty_and_cyclic_appgroups_still_get_plans():
     plan = compute_plan(state=state, group=empty)
     assert plan.method == "none" and plan.zones == {} and plan.diagnosis
     cyclic = _group(("a", 1, 100, (DependencySpec("b", LAT),)), ("b", 1, 100, (DependencySpec("a", LAT),)))
-    plan = compute_plan(state=initial_state(_scenario(), [cyclic]), group=cyclic)
+    plan = compute_plan(state=initial_state(_scenario(), [cyclic]), group=cyclic, budget_s=2.0)
     assert set(plan.zones) == {"a", "b"} and not plan.unplaced
     assert plan.zones["a"] == plan.zones["b"]  # a cycle of two is best kept together
 
@@ -156,7 +156,7 @@ def test_plan_book_keeps_a_followed_plan_recomputes_a_broken_one_and_reserves_fo
     first = _chain(cpu=1000)
     second = _chain(cpu=1000)
     second = replace(second, name="other")
-    state = evolve(initial_state(_scenario(a_cpu="2", a_nodes=2), [first, second]), plan_book=PlanBook())
+    state = evolve(initial_state(_scenario(a_cpu="2", a_nodes=2), [first, second]), plan_book=PlanBook(budget_s=2.0))
     book = state.plan_book
     plan = book.plan_for(state, first)
     assert plan.reason == "first pod of the AppGroup"
@@ -174,3 +174,59 @@ def test_plan_book_keeps_a_followed_plan_recomputes_a_broken_one_and_reserves_fo
     again = book.plan_for(state, first)
     assert again is not plan and "outside the plan" in again.reason
     assert again.zones_for("mid") == {state.nodes[outside].zone: 1}
+
+
+def test_appgroups_without_pods_are_planned_together_with_the_first_and_share_the_best_zone():
+    first, second = _chain(cpu=1000), replace(_chain(cpu=1000), name="other")
+    state = evolve(initial_state(_scenario(a_cpu="2", a_nodes=2), [first, second]), plan_book=PlanBook(budget_s=2.0))
+    book = state.plan_book
+    mine = book.plan_for(state, first)
+    theirs = book.plan_for(state, second)  # its first pod: the share the joint plan gave it
+    assert theirs.reason == "planned together with default/app (no pod placed yet)"
+    assert book.computed == 1 and theirs.plan_id != mine.plan_id
+    cpu_in_a = sum(where.get("A", 0) for plan in (mine, theirs) for where in plan.zones.values()) * 1000
+    assert 0 < cpu_in_a <= 4000  # A's room is split between them, never over-committed
+    assert not mine.unplaced and not theirs.unplaced
+
+
+def test_hard_zone_mode_keeps_the_appgroup_in_one_zone_or_the_pod_waits_with_a_reason():
+    from apps.scheduler.scoring import engine
+
+    group = _chain(cpu=1000)  # 3 CPU: A (2 x 1 CPU) cannot hold it all, B and C can
+    state = initial_state(_scenario(a_cpu="1"), [group])
+    state = bind(state, _pod(group, "front"), "a1")  # a pod already in A: soft mode plans the rest around it
+    soft = compute_plan(state=state, group=group, budget_s=2.0)
+    assert len({z for where in soft.zones.values() for z in where}) > 1
+    # Zone mode: the zone holding the placed pod is the only one; what does not fit there waits.
+    hard = compute_plan(state=state, group=group, budget_s=2.0, mode="zone")
+    assert {z for where in hard.zones.values() for z in where} == {"A"} and sum(hard.unplaced.values()) == 1
+    too_big = _chain(cpu=6000)  # 18 CPU: no zone holds it (C: two 8-CPU nodes take one 6-CPU pod each)
+    profile = engine.Profile("hard-zone", (("network-score", 1.0, {}),), ("plan",), {"plan": {"mode": "zone"}})
+    state = evolve(initial_state(_scenario(), [too_big]), plan_book=PlanBook(budget_s=2.0))
+    plan = state.plan_book.plan_for(state, too_big, mode="zone")
+    assert sum(plan.unplaced.values()) == 1 and any("no single zone holds" in d for d in plan.diagnosis)
+    waiting = next(w for w, n in plan.unplaced.items() if n)
+    for workload, where in plan.nodes.items():  # bind what the plan places, then the last pod must wait
+        for node in where:
+            state = bind(state, _pod(too_big, workload), node)
+    pod = _pod(too_big, waiting).pod
+    out = engine.run_filters(state, pod, list(state.nodes), profile)
+    assert out.passed == () and set(out.unresolvable) == set(state.nodes)
+    assert all("topology mode zone" in reason and "no single zone holds" in reason
+               for reason in out.unresolvable.values())
+    # Soft mode never leaves a pod without a node on the plan's account.
+    soft_profile = engine.Profile("soft", (("network-score", 1.0, {}),), ("plan",))
+    assert engine.run_filters(state, pod, list(state.nodes), soft_profile).passed
+
+
+def test_a_plan_with_nothing_to_tell_zones_apart_does_not_narrow_the_candidates():
+    from apps.scheduler.scoring import engine
+
+    loners = _group(("a", 2, 100, ()), ("b", 1, 100, ()))  # no dependency: every zone is as good
+    state = initial_state(_scenario(), [loners])
+    plan = compute_plan(state=state, group=loners, budget_s=2.0)
+    assert not plan.informed and not plan.unplaced
+    out = engine.run_filters(state, _pod(loners, "a").pod, list(state.nodes), engine.BUILTIN_PROFILES["network"])
+    assert out.passed == tuple(state.nodes) and out.plan is not None and out.plan["followed"] is False
+    chained = compute_plan(state=initial_state(_scenario(), [_chain()]), group=_chain(), budget_s=2.0)
+    assert chained.informed

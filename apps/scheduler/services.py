@@ -207,7 +207,7 @@ def handle_filter(body: bytes, started: float) -> bytes:
         verb=Verb.FILTER, pod=args.pod, started=started, profile=ctx.profile_name,
         workload=_workload_label(outcome.workload), candidates=len(candidates),
         result=ctx.result(passed=len(passed), failed=len(failed), unresolvable=len(unresolvable),
-                          notes=outcome.notes),
+                          notes=outcome.notes, **({"plan": dict(outcome.plan)} if outcome.plan else {})),
         breakdown={"reasons": {**failed, **unresolvable}},
     )
     return wire.filter_result(args=args, passed=passed, failed=failed, unresolvable=unresolvable)

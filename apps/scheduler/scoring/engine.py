@@ -74,6 +74,7 @@ class FilterOutcome:
     unresolvable: dict[str, str]  # node -> reason; preemption cannot help (network constraints)
     workload: tuple[str, str] | None = None
     notes: tuple[str, ...] = ()
+    plan: Mapping[str, Any] | None = None  # the placement plan the answer followed (decision log)
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,7 @@ class _Context:
     known: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # in topology or state
     resolved: _Resolved | None = None  # None: nothing is memoized for this call
     pod_key: tuple[Any, ...] | None = None
+    plan_info: dict[str, Any] | None = None  # set by the plan filter, for the decision log
 
     def remember(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """``compute()``, or what it returned before for this state, pod and candidates."""
@@ -335,32 +337,35 @@ def _parse_plan(params: Mapping[str, Any]) -> dict[str, Any]:
     objective = params.get("objective", "network-score")
     if objective not in plans.OBJECTIVES:
         raise ValueError(f"objective: must be one of {', '.join(plans.OBJECTIVES)}, got {str(objective)[:40]!r}")
-    return {"objective": objective}
+    mode = params.get("mode", "soft")
+    if mode not in plans.MODES:
+        raise ValueError(f"mode: must be one of {', '.join(plans.MODES)}, got {str(mode)[:40]!r}")
+    return {"objective": objective, "mode": mode}
 
 
-def _plan(ctx: _Context, objective: str) -> plans.PlacementPlan:
-    """The AppGroup's plan: from the state's plan book (kept while valid), else computed once per
-    state (``state.memo``)."""
+def _plan(ctx: _Context, objective: str, mode: str) -> plans.PlacementPlan:
+    """The AppGroup's plan: from the state's plan book (kept while valid), else computed; asked once
+    per state (``state.memo``)."""
     assert ctx.ref is not None
     group = ctx.ref.group
     book = ctx.state.plan_book
-    if book is not None:
-        plan: plans.PlacementPlan = ctx.remember(("plan", objective), lambda: book.plan_for(
-            ctx.state, group, objective=objective))
-        return plan
-    key = ("plan", group.namespace, group.name, objective)
+    # Once per state (filter and prioritize of every pod of this state share it).
+    key = ("plan", group.namespace, group.name, objective, mode)
     cached = ctx.state.memo.get(key)
     if cached is None or cached[0] != group:
-        cached = (group, plans.compute_plan(state=ctx.state, group=group, objective=objective))
+        plan = (book.plan_for(ctx.state, group, objective=objective, mode=mode) if book is not None
+                else plans.compute_plan(state=ctx.state, group=group, objective=objective, mode=mode))
+        cached = (group, plan)
         ctx.state.memo.put(key, cached, size=1)
     result: plans.PlacementPlan = cached[1]
     return result
 
 
-def _plan_masks(ctx: _Context, objective: str) -> tuple[np.ndarray, np.ndarray, plans.PlacementPlan, tuple[str, ...]]:
+def _plan_masks(ctx: _Context, p: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, plans.PlacementPlan,
+                                                                 tuple[str, ...]]:
     """Candidates on a node, and in a zone, where the plan still wants a pod of this workload."""
     assert ctx.ref is not None
-    plan = _plan(ctx, objective)
+    plan = _plan(ctx, p["objective"], p.get("mode", "soft"))
     workload = ctx.ref.workload.name
     zones_left = dict(plan.zones_for(workload))
     nodes_left = dict(plan.nodes_for(workload))
@@ -371,16 +376,31 @@ def _plan_masks(ctx: _Context, objective: str) -> tuple[np.ndarray, np.ndarray, 
         if node in nodes_left:
             nodes_left[node] -= 1
     zones = tuple(sorted(z for z, n in zones_left.items() if n > 0))
-    nodes = ctx.state.nodes
-    in_zone = np.fromiter((nodes[n].zone in zones if n in nodes else False for n in ctx.candidates),
-                          dtype=bool, count=len(ctx.candidates))
-    on_node = np.fromiter((nodes_left.get(n, 0) > 0 for n in ctx.candidates), dtype=bool, count=len(ctx.candidates))
+    if not zones and workload not in plan.unplaced:
+        # Every planned pod of the workload is placed (more pods than its replicas hint): the extra
+        # ones follow the workload's zones, with no node of their own.
+        zones, nodes_left = tuple(sorted(plan.zones_for(workload))), {}
+    wanted = frozenset(zones)
+    in_zone = ctx.remember(("plan-zones", wanted), lambda: _readonly(_in_zones(ctx, wanted)))
+    on_node = np.zeros(len(ctx.candidates), dtype=bool)
+    targets = [n for n, c in nodes_left.items() if c > 0]
+    if targets:
+        on_node = np.isin(np.asarray(ctx.candidates, dtype=object), np.asarray(targets, dtype=object))
     return on_node & in_zone, in_zone, plan, zones
+
+
+def _in_zones(ctx: _Context, zones: frozenset[str]) -> np.ndarray:
+    """Which candidates are in ``zones`` (the cluster's node labels; unknown nodes are not)."""
+    nodes = ctx.state.nodes
+    if not zones:
+        return np.zeros(len(ctx.candidates), dtype=bool)
+    return np.fromiter((n in nodes and nodes[n].zone in zones for n in ctx.candidates), dtype=bool,
+                       count=len(ctx.candidates))
 
 
 def _score_plan(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:
     """100 on a planned node, 75 elsewhere in a planned zone, 0 outside."""
-    on_node, in_zone, plan, zones = _plan_masks(ctx, p["objective"])
+    on_node, in_zone, plan, zones = _plan_masks(ctx, p)
     ctx.notes.append(f"{plan.summary()}; this pod's zone(s): {', '.join(zones) or 'none left'}")
     return np.where(on_node, MAX_NODE_SCORE, np.where(in_zone, 0.75 * MAX_NODE_SCORE, 0.0))
 
@@ -417,10 +437,26 @@ def _filter_plan(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
     the rest of the plan. Never depends on the plan alone: ``run_filters`` ignores a steering filter
     that would leave no node (the plan is stale or infeasible now)."""
     assert ctx.ref is not None
-    on_node, in_zone, plan, zones = _plan_masks(ctx, p["objective"])
+    on_node, in_zone, plan, zones = _plan_masks(ctx, p)
     names = ctx.candidates
+    workload = ctx.ref.workload.name
+    ctx.plan_info = {"id": plan.plan_id, "method": plan.method, "value": round(plan.value, 2)
+                     if plan.value == plan.value else None, "zones": list(zones),
+                     "nodes": sorted(n for n, c in plan.nodes_for(workload).items() if c > 0),
+                     "reason": plan.reason, "followed": bool(in_zone.any())}
+    if plan.diagnosis:
+        ctx.plan_info["diagnosis"] = list(plan.diagnosis)
+    mode = p.get("mode", "soft")
+    if mode == "soft" and not plan.informed:
+        ctx.notes.append(f"plan {plan.plan_id}: no dependency or measured link tells zones apart; not steering")
+        ctx.plan_info["followed"] = False
+        return {}, {}
     if not in_zone.any():
         ctx.notes.append(f"plan {plan.plan_id}: no candidate in its zone(s) ({', '.join(zones) or 'none left'})")
+        if mode != "soft":  # hard mode: the pod waits, and says why
+            why = "; ".join(plan.diagnosis) or f"no candidate node in its planned zone(s) {', '.join(zones)}"
+            reason = f"topology mode {mode}: AppGroup {plan.appgroup} stays in one {mode}: {why}"
+            return {}, {name: reason for name in names}
         return {}, {}
     outside = f"outside placement plan {plan.plan_id} (zone {', '.join(zones)})"
     failures = {names[i]: outside for i in np.flatnonzero(~in_zone).tolist()}
@@ -702,7 +738,7 @@ def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
     hit = ctx.resolved.results.get(key) if ctx.resolved is not None else None
     if hit is not None and hit[0] is profile:
         out: FilterOutcome = hit[1]
-        return FilterOutcome(out.passed, dict(out.failed), dict(out.unresolvable), out.workload, out.notes)
+        return FilterOutcome(out.passed, dict(out.failed), dict(out.unresolvable), out.workload, out.notes, out.plan)
     failed: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
     if ctx.ref is not None:
@@ -710,7 +746,8 @@ def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
         steering: dict[str, str] = {}
         for name in profile.filters:
             soft, hard = FILTERS[name].run(ctx, parsed[name])
-            target = steering if name in STEERING_FILTERS else (
+            required = parsed[name].get("mode", "soft") != "soft"  # hard topology mode: a real filter
+            target = steering if name in STEERING_FILTERS and not required else (
                 unresolvable if name in UNRESOLVABLE_FILTERS else failed)
             for node, reason in {**soft, **hard}.items():
                 if node not in failed and node not in unresolvable:
@@ -724,6 +761,8 @@ def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
             else:
                 ctx.notes.append("placement plan: no node in its zone passes the other filters; "
                                  "falling back to every candidate")
+                if ctx.plan_info is not None:
+                    ctx.plan_info["followed"] = False
         # Never reject a node we know nothing about.
         if failed or unresolvable:
             for i, node in enumerate(ctx.candidates):
@@ -737,10 +776,11 @@ def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
         _remember_survivors(ctx, keep, passed)
     else:
         passed = ctx.candidates
-    outcome = FilterOutcome(passed, failed, unresolvable, ctx.ref.label if ctx.ref else None, tuple(ctx.notes))
+    outcome = FilterOutcome(passed, failed, unresolvable, ctx.ref.label if ctx.ref else None, tuple(ctx.notes),
+                            ctx.plan_info)
     if ctx.resolved is not None:
         ctx.resolved.results[key] = (profile, FilterOutcome(passed, dict(failed), dict(unresolvable), outcome.workload,
-                                                        outcome.notes))
+                                                        outcome.notes, outcome.plan))
     return outcome
 
 
@@ -871,6 +911,16 @@ def explain(state: ClusterState, pod: PodInfo) -> Diagnosis:
                             "(NetworkOverhead uses 100)")
         if dep.max_network_cost is None:
             info.append(f"dependency {dep.target} has no max network cost (NetworkOverhead filter ignores it)")
+    book = state.plan_book
+    plan = book.peek(group.namespace, group.name) if book is not None else None
+    if plan is None and group.workloads:
+        plan = plans.compute_plan(state=state, group=group, reason="computed for this diagnosis")
+    if plan is not None:
+        where = ", ".join(f"{z} x{n}" for z, n in sorted(plan.zones_for(workload.name).items())) or "nowhere"
+        planned_nodes = ", ".join(sorted(plan.nodes_for(workload.name))) or "any node of the zone"
+        info.append(f"placement plan {plan.plan_id} ({plan.method}{', ' + plan.reason if plan.reason else ''}): "
+                    f"{workload.name} -> {where} ({planned_nodes})")
+        problems.extend(f"placement plan: {d}" for d in plan.diagnosis if "does not hold" in d)
     stale = sum(1 for u in state.usage.values() if u.stale)
     without = sum(1 for n in state.nodes if n not in state.usage)
     if stale or without:

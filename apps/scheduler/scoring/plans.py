@@ -14,9 +14,11 @@ between the zones' nodes (the paper's network score, with Algorithm 2's normaliz
 linearizes the product with transportation variables (as ``evaluation/optimum.py``); a pod that
 cannot be placed costs far more than any score, so an infeasible AppGroup gets a plan for what
 fits. Pairs of zones that break a dependency's max network cost or min bandwidth are forbidden by
-zone-use indicators. When the MILP would not finish within the budget, a greedy placement
-improved by moves and swaps (local search) is used instead; nothing here runs past the budget
-(HiGHS gets the remaining time; the local search checks the clock).
+zone-use indicators. A greedy placement improved by moves and swaps (local search, several
+starts) always answers; the MILP replaces it when it proves a better optimum in the time left;
+then each used zone's pods are placed on its nodes the same way (``_refine_zone``). The budget
+is CPU time of the computing thread (``_Deadline``), so the same state gives the same plan
+whatever else the machine runs.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ import hashlib
 import threading
 import time
 import weakref
+from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -37,10 +40,12 @@ from apps.appgroups.graph import AppGroupSpec, Sensitivity
 
 from .network_overhead import MAX_COST
 from .network_score import DEFAULT_SAME_NODE_SCORE, pair_scores
-from .state import ClusterState, NodeResources
+from .state import ClusterState, NodeResources, evolve
 
 DEFAULT_BUDGET_S = 0.050
 OBJECTIVES = ("network-score", "network-cost")
+# soft: the plan is a preference; zone / region: the whole AppGroup in one zone / region, or its pods wait.
+MODES = ("soft", "zone", "region")
 MAX_PODS_PER_NODE = 110
 # Nodes per zone sampled for the zone-to-zone score matrices (measured pairs are near-uniform in a zone).
 ZONE_SAMPLE = 8
@@ -67,6 +72,9 @@ class PlacementPlan:
     nodes: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     diagnosis: tuple[str, ...] = ()
     reason: str = ""  # why this plan was (re)computed
+    # False when nothing told zones apart (no dependency, or no measured link): steering would only
+    # crowd the AppGroup into one zone, so the filter does not narrow on such a plan.
+    informed: bool = True
 
     def zones_for(self, workload: str) -> Mapping[str, int]:
         return self.zones.get(workload, {})
@@ -107,7 +115,10 @@ def _zones(state: ClusterState, reserved: Mapping[str, np.ndarray] | None) -> _Z
     free_rows, node_rows, samples = [], [], []
     for zone in names:
         nodes = [state.nodes[n] for n in by_zone[zone]]
-        rows = np.array([_free_row(n) for n in nodes], dtype=np.float64).reshape(len(nodes), 3)
+        rows = np.maximum(np.array([(n.allocatable_cpu_millicores - n.requested_cpu_millicores,
+                                     n.allocatable_memory_bytes - n.requested_memory_bytes,
+                                     MAX_PODS_PER_NODE - n.pod_count) for n in nodes], dtype=np.float64), 0.0
+                          ).reshape(len(nodes), 3)
         total = rows.sum(axis=0)
         if reserved and zone in reserved:
             total = np.maximum(total - reserved[zone], 0.0)
@@ -120,30 +131,33 @@ def _zones(state: ClusterState, reserved: Mapping[str, np.ndarray] | None) -> _Z
     return _Zones(names, tuple(region_of[z] for z in names), free, tuple(node_rows), tuple(samples))
 
 
+def _block_means(matrix: np.ndarray, zones: _Zones, *, diagonal: float) -> np.ndarray:
+    """Mean of ``matrix`` (over the concatenated samples) per zone pair, NaN entries left out;
+    inside a zone the node's pair with itself is left out too (``diagonal`` for a one-node zone)."""
+    sizes = np.array([z.size for z in zones.samples], dtype=np.int64)
+    member = np.repeat(np.arange(len(sizes)), sizes)
+    onehot = (member[None, :] == np.arange(len(sizes))[:, None]).astype(np.float64)  # (Z, S)
+    known = np.isfinite(matrix)
+    np.fill_diagonal(known, False)
+    values = np.where(known, matrix, 0.0)
+    sums = onehot @ values @ onehot.T
+    counts = onehot @ known.astype(np.float64) @ onehot.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(counts > 0, sums / np.maximum(counts, 1.0), np.nan)
+    single = np.flatnonzero(sizes == 1)
+    out[single, single] = diagonal
+    return out
+
+
 def _zone_scores(state: ClusterState, zones: _Zones, sensitivity: Sensitivity) -> np.ndarray:
     """Mean ComputeScore between the sampled nodes of every zone pair (same-node pairs left out,
     unless a zone has one node: then its pods share it)."""
     nz = len(zones.names)
-    out = np.zeros((nz, nz))
-    if state.topology.size == 0:
-        return out
     everything = np.concatenate(zones.samples) if nz else np.zeros(0, dtype=np.int64)
-    if everything.size == 0:
-        return out
+    if state.topology.size == 0 or everything.size == 0:
+        return np.zeros((nz, nz))
     matrix = pair_scores(state.indexes.vectors, everything, everything, sensitivity)
-    bounds = np.cumsum([0, *[s.size for s in zones.samples]])
-    for a in range(nz):
-        for b in range(nz):
-            block = matrix[bounds[a]:bounds[a + 1], bounds[b]:bounds[b + 1]]
-            if block.size == 0:
-                continue
-            if a == b:
-                k = block.shape[0]
-                out[a, b] = DEFAULT_SAME_NODE_SCORE if k == 1 else float(
-                    (block.sum() - np.trace(block)) / (k * (k - 1)))
-            else:
-                out[a, b] = float(block.mean())
-    return out
+    return np.nan_to_num(_block_means(matrix, zones, diagonal=DEFAULT_SAME_NODE_SCORE), nan=0.0)
 
 
 def _zone_costs(state: ClusterState, zones: _Zones) -> np.ndarray:
@@ -164,19 +178,9 @@ def _zone_costs(state: ClusterState, zones: _Zones) -> np.ndarray:
 
 
 def _zone_bandwidth_mbps(state: ClusterState, zones: _Zones) -> np.ndarray:
-    nz = len(zones.names)
-    out = np.full((nz, nz), np.nan)
-    bw = state.topology.bandwidth_mbps
-    for a in range(nz):
-        for b in range(nz):
-            sa, sb = zones.samples[a], zones.samples[b]
-            if sa.size and sb.size:
-                block = bw[np.ix_(sa, sb)]
-                if a == b:
-                    block = block[~np.eye(sa.size, dtype=bool)] if sa.size > 1 else np.array([np.inf])
-                if np.isfinite(block).any() or np.isinf(block).any():
-                    out[a, b] = float(np.nanmean(block))
-    return out
+    everything = np.concatenate(zones.samples) if zones.samples else np.zeros(0, dtype=np.int64)
+    bw = state.topology.bandwidth_mbps[np.ix_(everything, everything)]
+    return _block_means(bw, zones, diagonal=np.inf)  # a one-node zone: pods share the node
 
 
 @dataclass
@@ -198,6 +202,7 @@ class _Problem:
         self.us = np.array([e[0] for e in self.edges], dtype=np.int64)
         self.ds = np.array([e[1] for e in self.edges], dtype=np.int64)
         self.weighted = (np.array([e[2] * e[3] for e in self.edges]).reshape(len(self.edges), nz, nz))
+        self.forbid = tuple(np.array([f[k] for f in self.forbidden], dtype=np.int64) for k in range(4))
 
     @property
     def todo(self) -> np.ndarray:
@@ -340,12 +345,32 @@ def _solve_milp(problem: _Problem, time_limit: float) -> np.ndarray | None:
     result = milp(c, constraints=LinearConstraint(a, np.array(lo), np.array(hi)), integrality=integrality,
                   bounds=Bounds(np.zeros(n), upper),
                   options={"time_limit": max(time_limit, 1e-3), "mip_rel_gap": 1e-4, "disp": False})
-    if result.x is None:
+    if result.x is None or result.status != 0:  # only a proven optimum: a time-limited incumbent varies run to run
         return None
     return np.rint(result.x[:n_x]).reshape(nw, nz)
 
 
 # -------------------------------------------------------------------------------------- heuristic
+
+# The budget counts the computing thread's CPU time, so a plan does not depend on what else the
+# machine runs (the same state gives the same plan); wall time is capped at WALL_SLACK x the budget.
+WALL_SLACK = 4.0
+
+
+class _Deadline:
+    __slots__ = ("cpu", "slack", "wall")
+
+    def __init__(self, seconds: float, slack: float = WALL_SLACK) -> None:
+        self.cpu = time.thread_time() + seconds
+        self.slack = slack  # math.inf: CPU time only (the evaluation harness: results independent of load)
+        self.wall = time.perf_counter() + seconds * slack
+
+    def expired(self) -> bool:
+        return time.thread_time() >= self.cpu or time.perf_counter() >= self.wall
+
+    def remaining(self) -> float:
+        return max(0.0, min(self.cpu - time.thread_time(), (self.wall - time.perf_counter()) / self.slack))
+
 
 def _gain(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
     """Objective gained per extra pod of workload w in each zone (others fixed; linear in t[w])."""
@@ -355,16 +380,17 @@ def _gain(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
 
 
 def _allowed(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
+    """Zones where a pod of w breaks no forbidden zone pair with the pods counted in ``t``."""
     ok = np.ones(t.shape[1], dtype=bool)
-    for u, z1, d, z2 in problem.forbidden:
-        if u == w and t[d, z2] > 0:
-            ok[z1] = False
-        if d == w and t[u, z1] > 0:
-            ok[z2] = False
+    fu, fz1, fd, fz2 = problem.forbid
+    if fu.size:
+        ok[fz1[(fu == w) & (t[fd, fz2] > 0)]] = False
+        ok[fz2[(fd == w) & (t[fu, fz1] > 0)]] = False
     return ok
 
 
-def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None) -> np.ndarray:
+def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None, deadline: _Deadline | None = None
+            ) -> np.ndarray:
     """Pods one by one in ``order``, each to the zone gaining most that still has room; the first
     pod with nothing placed around it goes to ``anchor`` (else the best-connected zone)."""
     nw, nz = problem.placed.shape
@@ -372,6 +398,8 @@ def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None) -> np.n
     free = problem.zones.free.copy()
     connected = problem.weighted.sum(axis=(0, 2)) if problem.edges else np.zeros(nz)
     for w in order:
+        if deadline is not None and deadline.expired():
+            break  # out of time: what is placed so far (the caller treats the rest as not planned)
         for _ in range(int(problem.todo[w])):
             t = problem.placed + x
             gain = _gain(problem, t, w)
@@ -396,7 +424,7 @@ def _gains(problem: _Problem, t: np.ndarray) -> np.ndarray:
     return g
 
 
-def _local_search(problem: _Problem, x: np.ndarray, deadline: float) -> np.ndarray:
+def _local_search(problem: _Problem, x: np.ndarray, deadline: _Deadline) -> np.ndarray:
     """Best improving move (all new pods of one workload to one zone) or swap (two single-zone
     workloads trade zones) until none improves or time is up. The objective is linear in one
     workload's counts, so every move's gain comes from one gain matrix; a swap adds the term of the
@@ -407,7 +435,7 @@ def _local_search(problem: _Problem, x: np.ndarray, deadline: float) -> np.ndarr
     count = x.sum(axis=1)
     movable = count > 0
     for _ in range(4 * nw * nz):
-        if time.perf_counter() >= deadline:
+        if deadline.expired():
             break
         t = problem.placed + x
         g = _gains(problem, t)
@@ -482,13 +510,46 @@ def _local_search(problem: _Problem, x: np.ndarray, deadline: float) -> np.ndarr
     return x
 
 
+def _solve_in_one_domain(problem: _Problem, mode: str, deadline: _Deadline, diagnosis: list[str]) -> np.ndarray:
+    """Hard mode: the best plan that keeps the whole AppGroup in one zone (or one region): each
+    candidate domain is solved with the other zones closed; a domain must hold the pods already
+    placed. Pods that fit in no single domain stay unplanned (they wait), said in ``diagnosis``."""
+    names = problem.zones.names
+    keys = names if mode == "zone" else problem.zones.regions
+    domains: dict[str, list[int]] = {}
+    for z, k in enumerate(keys):
+        domains.setdefault(k, []).append(z)
+    used = {keys[z] for z in np.flatnonzero(problem.placed.sum(axis=0)).tolist()}
+    if len(used) > 1:
+        diagnosis.append(f"{mode} mode: pods already run in {len(used)} {mode}s ({', '.join(sorted(used))}); "
+                         "only the first keeps taking pods")
+    if used:
+        domains = {k: v for k, v in domains.items() if k == sorted(used)[0]}
+    best: np.ndarray | None = None
+    best_domain = ""
+    for key, zs in domains.items():
+        closed = np.ones(len(names), dtype=bool)
+        closed[zs] = False
+        slots = problem.slots.copy()
+        slots[:, closed] = 0
+        x = _solve_heuristic(replace(problem, slots=slots), deadline)
+        if best is None or _better(problem, x, best):
+            best, best_domain = x, key
+    assert best is not None
+    missing = problem.todo.sum() - best.sum()
+    if missing > 0:
+        diagnosis.append(f"{mode} mode: no single {mode} holds the whole AppGroup; {best_domain} holds "
+                         f"{int(best.sum())} of its {int(problem.todo.sum())} pods to place, {int(missing)} wait")
+    return best
+
+
 def _better(problem: _Problem, a: np.ndarray, b: np.ndarray) -> bool:
     """Does ``a`` place more pods, or as many with a higher score, than ``b``?"""
     ka, kb = float(a.sum()), float(b.sum())
     return ka > kb or (ka == kb and _value(problem, problem.placed + a) > _value(problem, problem.placed + b) + 1e-9)
 
 
-def _solve_heuristic(problem: _Problem, deadline: float) -> np.ndarray:
+def _solve_heuristic(problem: _Problem, deadline: _Deadline, *, must_finish: bool = True) -> np.ndarray:
     """Greedy from several starts (heavy pods first, then most connected; each zone as the anchor of
     the first pod), each improved by local search; the best within the deadline."""
     nw, nz = problem.placed.shape
@@ -507,9 +568,9 @@ def _solve_heuristic(problem: _Problem, deadline: float) -> np.ndarray:
     seen: set[bytes] = set()
     for anchor in anchors:
         for order in orders:
-            if best is not None and time.perf_counter() >= deadline:
+            if best is not None and deadline.expired():
                 return best
-            start = _greedy(problem, order, anchor)
+            start = _greedy(problem, order, anchor, deadline if best is not None or not must_finish else None)
             if start.tobytes() in seen:
                 continue
             seen.add(start.tobytes())
@@ -521,7 +582,7 @@ def _solve_heuristic(problem: _Problem, deadline: float) -> np.ndarray:
 
 # ------------------------------------------------------------------------------ nodes inside a zone
 
-def _refine_zone(state: ClusterState, problem: _Problem, t: np.ndarray, z: int, deadline: float
+def _refine_zone(state: ClusterState, problem: _Problem, t: np.ndarray, z: int, deadline: _Deadline
                  ) -> dict[str, dict[str, int]] | None:
     """Which node of zone ``z`` each of its planned pods takes: the same model with the zone's nodes
     as the places and node-pair ComputeScores (the same-node score where pods share a node), so the
@@ -564,7 +625,7 @@ def _refine_zone(state: ClusterState, problem: _Problem, t: np.ndarray, z: int, 
                        tuple(free[k:k + 1] for k in range(len(members))), tuple(positions[k:k + 1] for k in range(len(members))))
     node_problem = _Problem(problem.group, sub_zones, [problem.names[w] for w in ws], demand,
                             t[ws, z].astype(np.float64), placed, slots, edges, [], [])
-    x = _solve_heuristic(node_problem, deadline)
+    x = _solve_heuristic(node_problem, deadline, must_finish=False)
     if float(x.sum() + placed.sum()) < float(t[ws, z].sum()):
         return None  # the zone's pods do not pack node by node: leave the choice to per-pod scoring
     counts = placed + x
@@ -583,14 +644,18 @@ def _plan_id(group: AppGroupSpec, *places: Mapping[str, Mapping[str, int]]) -> s
 
 def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "network-score",
                  budget_s: float = DEFAULT_BUDGET_S, reserved: Mapping[str, np.ndarray] | None = None,
-                 use_milp: bool = True, reason: str = "") -> PlacementPlan:
-    """A plan for every pod of ``group`` not yet bound in ``state``; never runs past ``budget_s``
-    (beyond numpy's granularity). ``reserved``: per zone (cpu, memory, pods) held by other
+                 use_milp: bool = True, reason: str = "", mode: str = "soft",
+                 wall_slack: float = WALL_SLACK) -> PlacementPlan:
+    """A plan for every pod of ``group`` not yet bound in ``state`` within ``budget_s`` of this
+    thread's CPU time (and WALL_SLACK x that of wall time), beyond the granularity of one greedy
+    pass and of building the model. ``reserved``: per zone (cpu, memory, pods) held by other
     AppGroups' plans (first come keeps its plan)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if mode not in MODES:
+        raise ValueError(f"mode: must be one of {', '.join(MODES)}, got {mode!r}")
     started = time.perf_counter()
-    deadline = started + budget_s
+    total = _Deadline(budget_s, wall_slack)
     label = f"{group.namespace}/{group.name}"
     problem = _problem(state, group, objective, reserved)
     nw, nz = problem.placed.shape
@@ -599,12 +664,15 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
         return PlacementPlan(label, _plan_id(group, {}), "none", objective, float("nan"),
                              (time.perf_counter() - started) * 1e3, {}, {}, {}, (note,), reason)
     diagnosis = list(problem.diagnosis)
-    # The heuristic always answers (a quarter of the budget at most); the MILP may improve on it until
-    # half; the rest places the pods of each zone on its nodes.
-    x = _solve_heuristic(problem, started + budget_s / 4)
+    # The heuristic always answers (40 % of the budget at most; it usually needs far less); the MILP
+    # may improve on it until 60 %; the rest places the pods of each zone on its nodes.
     method = "heuristic"
-    if use_milp and len(problem.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
-        remaining = started + budget_s / 2 - time.perf_counter()
+    if mode != "soft":
+        x = _solve_in_one_domain(problem, mode, _Deadline(0.6 * budget_s, wall_slack), diagnosis)
+    else:
+        x = _solve_heuristic(problem, _Deadline(0.4 * budget_s, wall_slack))
+    if mode == "soft" and use_milp and len(problem.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
+        remaining = total.remaining() - 0.4 * budget_s
         if remaining > 0.003:
             try:
                 exact = _solve_milp(problem, remaining)
@@ -630,14 +698,57 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
     nodes: dict[str, dict[str, int]] = {}
     used = [z for z in range(nz) if t[:, z].any()]
     for i, z in enumerate(used):
-        share = (deadline - time.perf_counter()) / (len(used) - i)
-        refined = _refine_zone(state, problem, t, z, time.perf_counter() + share) if share > 0 else None
+        share = total.remaining() / (len(used) - i)
+        refined = _refine_zone(state, problem, t, z, _Deadline(share, wall_slack)) if share > 0 else None
         for workload, counts in (refined or {}).items():
             nodes.setdefault(workload, {}).update(counts)
     if not problem.edges:
         value = float("nan")  # no dependency: nothing to score
+    informed = bool(problem.edges) and bool(np.ptp(problem.weighted) > 0)
     return PlacementPlan(label, _plan_id(group, zones, nodes), method, objective, value,
-                         (time.perf_counter() - started) * 1e3, zones, unplaced, nodes, tuple(diagnosis), reason)
+                         (time.perf_counter() - started) * 1e3, zones, unplaced, nodes, tuple(diagnosis), reason,
+                         informed)
+
+
+def compute_joint_plans(*, state: ClusterState, groups: Sequence[AppGroupSpec], objective: str = "network-score",
+                        budget_s: float = DEFAULT_BUDGET_S, reserved: Mapping[str, np.ndarray] | None = None,
+                        use_milp: bool = True, reason: str = "", mode: str = "soft",
+                        wall_slack: float = WALL_SLACK) -> list[PlacementPlan]:
+    """Plans for several AppGroups decided together (one model, their capacity shared), one per
+    group in ``groups`` order: the first is the AppGroup a pod asked for, the others AppGroups with
+    no pod placed yet, so that the first does not take the room the others' best zones had."""
+    if len(groups) == 1:
+        return [compute_plan(state=state, group=groups[0], objective=objective, budget_s=budget_s,
+                             reserved=reserved, use_milp=use_milp, reason=reason, mode=mode, wall_slack=wall_slack)]
+    first = groups[0]
+
+    def joint(g: AppGroupSpec, name: str) -> str:
+        return f"{g.namespace}/{g.name}/{name}"
+
+    workloads = tuple(replace(w, name=joint(g, w.name), dependencies=tuple(
+        replace(d, target=joint(g, d.target)) for d in w.dependencies)) for g in groups for w in g.workloads)
+    combined = AppGroupSpec(first.namespace, first.name, workloads)
+    placements = dict(state.placements)
+    for g in groups:
+        for w in g.workloads:
+            nodes = state.placements.get((g.namespace, g.name, w.name))
+            if nodes:
+                placements[(first.namespace, first.name, joint(g, w.name))] = nodes
+    plan = compute_plan(state=evolve(state, placements=placements), group=combined, objective=objective,
+                        budget_s=budget_s, reserved=reserved, use_milp=use_milp, reason=reason, wall_slack=wall_slack)
+    out = []
+    for i, g in enumerate(groups):
+        prefix = f"{g.namespace}/{g.name}/"
+
+        def mine(where: Mapping[str, Any], prefix: str = prefix) -> dict[str, Any]:
+            return {k[len(prefix):]: v for k, v in where.items() if k.startswith(prefix)}
+
+        own_zones, own_nodes = mine(plan.zones), mine(plan.nodes)
+        why = reason if i == 0 else f"planned together with {first.namespace}/{first.name} (no pod placed yet)"
+        out.append(PlacementPlan(f"{g.namespace}/{g.name}", _plan_id(g, own_zones, own_nodes), plan.method,
+                                 objective, plan.value, plan.elapsed_ms, own_zones, mine(plan.unplaced), own_nodes,
+                                 plan.diagnosis, why, plan.informed))
+    return out
 
 
 def demand_by_zone(plan: PlacementPlan, group: AppGroupSpec, placed: Mapping[str, Mapping[str, int]]
@@ -654,13 +765,25 @@ def demand_by_zone(plan: PlacementPlan, group: AppGroupSpec, placed: Mapping[str
 
 
 def placed_by_zone(state: ClusterState, group: AppGroupSpec) -> dict[str, dict[str, int]]:
+    """workload -> zone -> pods bound there (once per state: the state's memo keeps it; do not mutate)."""
+    key = ("placed-by-zone", group.namespace, group.name)
+    cached = state.memo.get(key)
+    if cached is not None and cached[0] == group:
+        result: dict[str, dict[str, int]] = cached[1]
+        return result
+    out = _count_by_zone(state, group)
+    state.memo.put(key, (group, out), size=1)
+    return out
+
+
+def _count_by_zone(state: ClusterState, group: AppGroupSpec) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for workload in group.workloads:
         counts: dict[str, int] = {}
-        for node in state.placements.get((group.namespace, group.name, workload.name), ()):
+        for node, n in Counter(state.placements.get((group.namespace, group.name, workload.name), ())).items():
             res = state.nodes.get(node)
-            zone = res.zone if res is not None else ""
-            counts[zone] = counts.get(zone, 0) + 1
+            if res is not None:  # pods on nodes the cluster no longer lists are not planned around
+                counts[res.zone] = counts.get(res.zone, 0) + n
         if counts:
             out[workload.name] = counts
     return out
@@ -670,7 +793,7 @@ def placed_by_zone(state: ClusterState, group: AppGroupSpec) -> dict[str, dict[s
 class _Entry:
     plan: PlacementPlan
     group: AppGroupSpec
-    topology: weakref.ref[Any]  # the topology it was made on (a weak reference: ids are reused)
+    topology: weakref.ref[Any]  # the topology it was made on (weakly: an id alone can be reused)
     placed: dict[str, dict[str, int]]
 
 
@@ -678,38 +801,77 @@ class PlanBook:
     """Plans per AppGroup, kept while they stay valid (shared by the states one scheduler steps
     through: the extender's runtime, one evaluation run). A plan is recomputed when the AppGroup or
     the topology changes, a pod of the AppGroup lands outside it, or its zones lost the room it
-    still needs; other AppGroups' valid plans reserve their remaining pods' room."""
+    still needs; other AppGroups' valid plans reserve their remaining pods' room (first come keeps
+    its plan). The last few state versions (topology, the AppGroup's placements) each keep the plan
+    they were answered with, so every request against one version sees the same plan, whichever
+    thread asks and in whatever order."""
 
-    def __init__(self, *, budget_s: float = DEFAULT_BUDGET_S) -> None:
+    VERSIONS = 8
+
+    def __init__(self, *, budget_s: float = DEFAULT_BUDGET_S, wall_slack: float = WALL_SLACK) -> None:
         self.budget_s = min(max(budget_s, 1e-3), 10.0)
-        self._plans: dict[tuple[str, str, str], _Entry] = {}
+        self.wall_slack = wall_slack
+        self._plans: dict[tuple[str, str, str, str], OrderedDict[tuple[Any, ...], _Entry]] = {}
         self._lock = threading.Lock()
         self.computed = 0
 
-    def plan_for(self, state: ClusterState, group: AppGroupSpec, *, objective: str = "network-score"
-                 ) -> PlacementPlan:
-        key = (group.namespace, group.name, objective)
+    def plan_for(self, state: ClusterState, group: AppGroupSpec, *, objective: str = "network-score",
+                 mode: str = "soft") -> PlacementPlan:
+        key = (group.namespace, group.name, objective, mode)
+        # The placements tuples themselves: the cache hands out the same tuple objects until the
+        # workload's pods change, so this is cheap, and equal tuples mean the same pods.
+        version = (id(state.topology), tuple(
+            state.placements.get((group.namespace, group.name, w.name), ()) for w in group.workloads))
         placed = placed_by_zone(state, group)
         with self._lock:
-            entry = self._plans.get(key)
-            reason = self._invalid(state, group, entry, placed) if entry is not None else "first pod of the AppGroup"
-            if entry is not None and reason is None:
-                return entry.plan
+            versions = self._plans.setdefault(key, OrderedDict())
+            known = versions.get(version)
+            if known is not None and self._invalid(state, group, known, placed) is None:
+                return known.plan
+            latest = next(reversed(versions.values()), None)
+            reason = self._invalid(state, group, latest, placed) if latest is not None else "first pod of the AppGroup"
+            if latest is not None and reason is None:
+                self._keep(versions, version, latest)
+                return latest.plan
             reserved = self._reserved(state, key)
-        plan = compute_plan(state=state, group=group, objective=objective, budget_s=self.budget_s,
-                            reserved=reserved, reason=reason or "")
+            companions = self._unstarted(state, group, objective) if mode == "soft" else []
+        plans = compute_joint_plans(state=state, groups=[group, *companions], objective=objective,
+                                    budget_s=self.budget_s, reserved=reserved, reason=reason or "", mode=mode,
+                                    wall_slack=self.wall_slack)
+        plan = plans[0]
         with self._lock:
-            self._plans[key] = _Entry(plan, group, weakref.ref(state.topology), placed)
+            versions = self._plans.setdefault(key, OrderedDict())
+            raced = versions.get(version)
+            if raced is not None and raced is not known:  # another request computed it meanwhile: one plan
+                return raced.plan
+            self._keep(versions, version, _Entry(plan, group, weakref.ref(state.topology), placed))
+            for other, other_plan in zip(companions, plans[1:], strict=True):
+                other_key = (other.namespace, other.name, objective, mode)
+                if other_key not in self._plans:  # still unplanned: it gets its share of the joint plan
+                    self._keep(self._plans.setdefault(other_key, OrderedDict()),
+                               (id(state.topology), tuple(() for _ in other.workloads)),
+                               _Entry(other_plan, other, weakref.ref(state.topology), {}))
+            self.computed += 1
             if len(self._plans) > 2 * len(state.appgroups) + 16:  # AppGroups deleted since: forget their plans
                 alive = {(g.namespace, g.name) for g in state.appgroups}
                 for stale in [k for k in self._plans if k[:2] not in alive]:
                     del self._plans[stale]
-            self.computed += 1
         return plan
 
-    def peek(self, namespace: str, name: str, objective: str = "network-score") -> PlacementPlan | None:
+    def _keep(self, versions: OrderedDict[tuple[Any, ...], _Entry], version: tuple[Any, ...], entry: _Entry) -> None:
+        versions[version] = entry
+        versions.move_to_end(version)
+        while len(versions) > self.VERSIONS:
+            versions.popitem(last=False)
+
+    def _latest(self, key: tuple[str, str, str, str]) -> _Entry | None:
+        versions = self._plans.get(key)
+        return next(reversed(versions.values()), None) if versions else None
+
+    def peek(self, namespace: str, name: str, objective: str = "network-score", mode: str = "soft"
+             ) -> PlacementPlan | None:
         with self._lock:
-            entry = self._plans.get((namespace, name, objective))
+            entry = self._latest((namespace, name, objective, mode))
         return entry.plan if entry is not None else None
 
     def forget(self, namespace: str, name: str) -> None:
@@ -717,10 +879,31 @@ class PlanBook:
             for key in [k for k in self._plans if k[:2] == (namespace, name)]:
                 del self._plans[key]
 
-    def _reserved(self, state: ClusterState, own: tuple[str, str, str]) -> dict[str, np.ndarray]:
+    MAX_JOINT_GROUPS = 4
+    MAX_JOINT_WORKLOADS = 60
+
+    def _unstarted(self, state: ClusterState, group: AppGroupSpec, objective: str) -> list[AppGroupSpec]:
+        """AppGroups with no pod placed and no plan yet, planned together with ``group`` (a few)."""
+        out: list[AppGroupSpec] = []
+        size = len(group.workloads)
+        for other in state.appgroups:
+            if (other.namespace, other.name) == (group.namespace, group.name) or (
+                    other.namespace, other.name, objective, "soft") in self._plans or not any(
+                    w.replicas > 0 for w in other.workloads):
+                continue
+            if any(state.placements.get((other.namespace, other.name, w.name)) for w in other.workloads):
+                continue
+            if len(out) + 1 >= self.MAX_JOINT_GROUPS or size + len(other.workloads) > self.MAX_JOINT_WORKLOADS:
+                break
+            out.append(other)
+            size += len(other.workloads)
+        return out
+
+    def _reserved(self, state: ClusterState, own: tuple[str, str, str, str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
-        for key, entry in self._plans.items():
-            if key[:2] == own[:2]:
+        for key in self._plans:
+            entry = self._latest(key)
+            if key[:2] == own[:2] or entry is None:
                 continue
             for zone, need in demand_by_zone(entry.plan, entry.group, placed_by_zone(state, entry.group)).items():
                 out[zone] = out.get(zone, np.zeros(3)) + need
@@ -728,13 +911,15 @@ class PlanBook:
 
     def _invalid(self, state: ClusterState, group: AppGroupSpec, entry: _Entry,
                  placed: dict[str, dict[str, int]]) -> str | None:
-        if entry.group != group:
+        if entry.group is not group and entry.group != group:
             return "the AppGroup changed"
         if entry.topology() is not state.topology:
             return "the topology changed"
         plan = entry.plan
         for workload, counts in placed.items():
             planned = plan.zones_for(workload)
+            if sum(counts.values()) > sum(planned.values()) + plan.unplaced.get(workload, 0):
+                continue  # more pods than the AppGroup's replicas hint: beyond any plan, not against it
             for zone, count in counts.items():
                 if count > planned.get(zone, 0):
                     return f"a pod of {workload} was placed in zone {zone or '(none)'} outside the plan"
@@ -742,11 +927,15 @@ class PlanBook:
             return "pods were placed since a plan that did not hold the whole AppGroup"
         need = demand_by_zone(plan, group, placed)
         if need:
-            free: dict[str, np.ndarray] = {}
+            free = {zone: [0, 0, 0] for zone in need}  # plain ints: this runs on every request
             for node in state.nodes.values():
-                free[node.zone] = free.get(node.zone, np.zeros(3)) + _free_row(node)
+                room = free.get(node.zone)
+                if room is not None:
+                    room[0] += max(node.allocatable_cpu_millicores - node.requested_cpu_millicores, 0)
+                    room[1] += max(node.allocatable_memory_bytes - node.requested_memory_bytes, 0)
+                    room[2] += max(MAX_PODS_PER_NODE - node.pod_count, 0)
             for zone, amount in need.items():
-                if np.any(free.get(zone, np.zeros(3)) < amount):
+                if np.any(np.array(free[zone], dtype=np.float64) < amount):
                     return f"zone {zone or '(none)'} no longer has room for the plan's pods"
         return None
 
@@ -755,6 +944,8 @@ class PlanBook:
 # Packing inside a zone: the plan counts a zone's capacity as a whole, so a light pod taking the only
 # node big enough for a planned heavy pod would break it. Steering keeps such nodes for the heavy pods.
 MAX_PACKING_NODES = 64
+# ... and at most this many of the plan's pods left there (beyond, the check would cost more than a request).
+MAX_PACKING_PODS = 48
 
 
 def _packs(free: np.ndarray, pods: np.ndarray) -> bool:
@@ -773,8 +964,9 @@ def _packs(free: np.ndarray, pods: np.ndarray) -> bool:
 def nodes_keeping_plan(state: ClusterState, plan: PlacementPlan, group: AppGroupSpec, workload: str,
                        candidates: Sequence[str]) -> np.ndarray | None:
     """Which ``candidates`` (nodes of the plan's zones) leave room for the rest of the plan's pods
-    there once this pod of ``workload`` is bound; None when it cannot tell (big zone, or the rest
-    does not pack anyway), so the caller does not narrow."""
+    there once this pod of ``workload`` is bound; None when it cannot tell (a zone of more than
+    MAX_PACKING_NODES nodes or MAX_PACKING_PODS planned pods left, or the rest does not pack anyway),
+    so the caller does not narrow."""
     spec = {w.name: w for w in group.workloads}
     if workload not in spec:
         return None
@@ -787,13 +979,15 @@ def nodes_keeping_plan(state: ClusterState, plan: PlacementPlan, group: AppGroup
         if node is not None:
             by_zone.setdefault(node.zone, []).append(i)
     for zone, idx in by_zone.items():
-        members = [n for n in state.nodes.values() if n.zone == zone]
-        if len(members) > MAX_PACKING_NODES:
-            return None
         rest: list[np.ndarray] = []
         for w in spec:
             left = plan.zones_for(w).get(zone, 0) - placed.get(w, {}).get(zone, 0) - (1 if w == workload else 0)
             rest.extend([demand[w]] * max(left, 0))
+        if not rest or len(rest) > MAX_PACKING_PODS:
+            return None  # nothing left to keep room for, or too much to check on a request
+        members = [n for n in state.nodes.values() if n.zone == zone]
+        if len(members) > MAX_PACKING_NODES:
+            return None
         pods = np.array(rest, dtype=np.float64).reshape(len(rest), 3)
         names = [n.name for n in members]
         free = np.array([_free_row(n) for n in members], dtype=np.float64).reshape(len(members), 3)

@@ -28,7 +28,9 @@
     const r = d.result || {};
     if (d.verb === "filter") {
       const failed = Object.keys(r.failed || {}).length + Object.keys(r.unresolvable || {}).length;
-      return (r.passed ?? "?") + " of " + d.candidates + " passed" + (failed ? ", " + failed + " rejected" : "");
+      const plan = r.plan ? " — plan " + r.plan.id + " (" + r.plan.method + (r.plan.followed === false ? ", not followed" : "")
+        + (r.plan.zones && r.plan.zones.length ? ": " + r.plan.zones.join(", ") : "") + ")" : "";
+      return (r.passed ?? "?") + " of " + d.candidates + " passed" + (failed ? ", " + failed + " rejected" : "") + plan;
     }
     if (d.verb === "prioritize") return r.neutral ? "neutral scores" : (r.best || d.node ? "best " + (r.best || d.node) : "scored");
     if (d.verb === "bind") return r.bound === false ? "not bound" : (d.node ? "bound to " + d.node : "bound");
@@ -89,8 +91,15 @@
     const ul = document.getElementById("breakdown-result"); ul.innerHTML = "";
     ul.appendChild(N.el("li", {}, summary(d) + (d.error ? " — error: " + d.error : "")));
     (result.notes || []).forEach(note => ul.appendChild(N.el("li", {}, note)));
+    if (result.plan) {  // the placement plan this answer followed, and why it was (re)computed
+      const p = result.plan;
+      ul.appendChild(N.el("li", {}, "placement plan " + p.id + " (" + p.method + (p.value != null ? ", predicted score " + p.value : "")
+        + "): zone(s) " + ((p.zones || []).join(", ") || "none left") + ((p.nodes || []).length ? ", node(s) " + p.nodes.join(", ") : "")
+        + (p.followed === false ? " — not followed (no candidate there)" : "") + (p.reason ? " — computed because: " + p.reason : "")));
+      (p.diagnosis || []).forEach(text => ul.appendChild(N.el("li", {}, "plan: " + text)));
+    }
     Object.entries(result).forEach(([k, v]) => {  // any other field, as it comes (the log format may grow)
-      if (["notes", "passed", "best", "neutral", "bound"].includes(k)) return;
+      if (["notes", "passed", "best", "neutral", "bound", "plan"].includes(k)) return;
       const text = typeof v === "object" ? (Array.isArray(v) ? v.length + " item(s)" : Object.keys(v).length + " entr(ies): " + Object.entries(v).slice(0, 5).map(([a, b]) => a + " " + (typeof b === "object" ? JSON.stringify(b) : b)).join("; ")) : String(v);
       ul.appendChild(N.el("li", { class: "muted" }, k + ": " + text));
     });
