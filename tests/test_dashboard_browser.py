@@ -197,7 +197,8 @@ def test_every_view_live_with_the_emulated_testbed(browser, live_server, testbed
     page.fill("input[name=w1-label0-value]", "db")
     page.fill("input[name=w1-weight]", "-1")
     page.wait_for_selector("[data-path='spec.workloads[1].weight'].invalid")  # checked as you type
-    assert ">= 0" in page.locator("[data-path='spec.workloads[1].weight'] + .field-error").inner_text()
+    assert "greater than or equal to 0" in page.locator(
+        "[data-path='spec.workloads[1].weight'] + .field-error").inner_text()
     page.fill("input[name=w1-weight]", "0.5")
     page.locator(".editor-workload[data-workload='0'] button", has_text="+ dependency").click()
     page.select_option("select[name=w0-dep0-target]", "db")
