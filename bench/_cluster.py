@@ -240,8 +240,11 @@ def seed_database(topology: Any, appgroup_doc: dict[str, Any]) -> None:
     connection.close()
 
 
-def cluster_objects(topology: Any, appgroup_doc: dict[str, Any], pods: int, seed: int) -> list[dict[str, Any]]:
+def cluster_objects(topology: Any, appgroup_doc: dict[str, Any], pods: int, seed: int,
+                    profile: str = "") -> list[dict[str, Any]]:
+    """Ready nodes and pending pods; ``profile`` names the scheduler profile the pods ask for (annotation)."""
     from apps.demo.rollout import shuffled  # after setup_environment: imports Django
+    from apps.scheduler.scoring.engine import PROFILE_ANNOTATION
 
     namespace = appgroup_doc["metadata"].get("namespace") or "default"
     objects: list[dict[str, Any]] = []
@@ -264,7 +267,8 @@ def cluster_objects(topology: Any, appgroup_doc: dict[str, Any], pods: int, seed
         made.append({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"{app}-{i:05d}", "namespace": namespace,
-                         "labels": {"app": app, "pod-template-hash": "7d9f6c5b8"}},
+                         "labels": {"app": app, "pod-template-hash": "7d9f6c5b8"},
+                         **({"annotations": {PROFILE_ANNOTATION: profile}} if profile else {})},
             "spec": {"schedulerName": SCHEDULER_NAME, "containers": [{
                 "name": "server", "image": f"microservices-demo/{app}:v0.10.1",
                 "resources": {"requests": {"cpu": res.get("cpu", "100m"), "memory": res.get("memory", "64Mi")}}}]},

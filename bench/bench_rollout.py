@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """A rollout through the production extender server, driven the way kube-scheduler drives it.
 
-    bench/bench_rollout.py --nodes N --pods P [--json] [--seed S] [--no-trivial]
+    bench/bench_rollout.py --nodes N --pods P [--json] [--seed S] [--no-trivial] [--profile NAME]
 
 Brings up, on free ports of 127.0.0.1 (nothing else needed but PostgreSQL and Redis):
 
@@ -85,6 +85,8 @@ def main() -> None:
     parser.add_argument("--bind-parallelism", type=int, default=16)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--no-trivial", action="store_true", help="skip the trivial-extender run")
+    parser.add_argument("--profile", default="", help="scheduler profile the pods ask for (default: the "
+                        "extender's default profile, `network`, with placement plans)")
     args = parser.parse_args()
 
     from apps.demo.rollout import ExtenderConfig, percentile
@@ -95,13 +97,13 @@ def main() -> None:
     appgroup_doc = yaml.safe_load(APPGROUP_FILE.read_text())
     _cluster.ensure_database()
     _cluster.seed_database(topology, appgroup_doc)
-    objects = _cluster.cluster_objects(topology, appgroup_doc, args.pods, args.seed)
+    objects = _cluster.cluster_objects(topology, appgroup_doc, args.pods, args.seed, args.profile)
     del topology
     created = {o["metadata"]["name"]: i for i, o in enumerate(o for o in objects if o["kind"] == "Pod")}
     pod_names = set(created)
 
     procs = _cluster.Procs()
-    out: dict[str, Any] = {"nodes": args.nodes, "pods": args.pods, "seed": args.seed,
+    out: dict[str, Any] = {"nodes": args.nodes, "pods": args.pods, "seed": args.seed, "profile": args.profile or "default",
                            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"}
     try:
         api_url = _cluster.start_api(procs, objects, "api")
