@@ -49,6 +49,7 @@
       body.values.forEach(v => { if (v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
     }
     const span = hi > lo ? hi - lo : 1;
+    const lut = Array.from({ length: 256 }, (_, i) => colourAt(stops, i / 255));  // no per-cell interpolation
     const image = new ImageData(Math.max(n, 1), Math.max(n, 1));
     const counts = { 1: 0, 2: 0, 3: 0, 4: 0 };
     for (let r = 0; r < n; r++) {
@@ -56,7 +57,7 @@
         const k = ord[r] * n + ord[c], v = body.values[k], kind = body.kind[k], p = 4 * (r * n + c);
         if (kind) counts[kind] += 1;
         if (v === null || v === undefined) { image.data.set([241, 245, 249, 255], p); continue; }
-        const col = colourAt(stops, (v - lo) / span);
+        const col = lut[Math.max(0, Math.min(255, Math.round(255 * (v - lo) / span)))];
         image.data[p] = col[0]; image.data[p + 1] = col[1]; image.data[p + 2] = col[2]; image.data[p + 3] = 255;
       }
     }
