@@ -9,8 +9,9 @@ rebuild, AppGroups and placements via ``record_placement``), then measures:
    heatmap's size raw and gzip-compressed, through Django's test client (no network);
 2. the same for ``/dashboard/data/placements`` with 1,000 placed pods;
 3. cold loads in Debian's Chromium (new browser context each time: empty cache) against gunicorn
-   serving collected, compressed static files: navigation start until the heatmap is drawn, and
-   until the placements map shows every pod.
+   serving collected, compressed static files: navigation start until the heatmap is drawn, until
+   the topology page's zone graph (plotly, below the fold) is drawn too, and until the placements
+   map shows every pod.
 
 The database must be a scratch one (its name must contain "bench"): it is flushed first.
 
@@ -160,7 +161,7 @@ def browser_figures(repeat: int, pods: int) -> None:
             page.wait_for_selector("#current-user")
             state = login.storage_state()
             login.close()
-            figures: dict[str, list[float]] = {"topology": [], "placements": []}
+            figures: dict[str, list[float]] = {"topology": [], "placements": [], "zone graph": []}
             transferred: dict[str, int] = {}
             for _ in range(repeat):
                 for name, path, ready in (
@@ -175,6 +176,11 @@ def browser_figures(repeat: int, pods: int) -> None:
                     elapsed = page.evaluate("() => performance.now()")  # ms since navigation start
                     figures[name].append(elapsed)
                     transferred[name] = sum(sizes)
+                    if name == "topology":  # the rest of the page: the zone graph (plotly) below the fold
+                        page.wait_for_function("() => Number(document.getElementById('zone-graph').dataset.edges) > 0",
+                                               timeout=30000)
+                        figures["zone graph"].append(page.evaluate("() => performance.now()"))
+                        transferred["zone graph"] = sum(sizes)
                     context.close()
             browser.close()
         print(f"\nChromium cold load (new context each time, empty cache; median / min / max of {repeat}):")

@@ -130,9 +130,21 @@ def shot(page, name: str) -> None:
 
 
 def heat(page):
-    return page.evaluate("() => { const d = document.getElementById('heatmap').data || []; const h = d[0] || {};"
-                         " return {z: h.z, x: h.x, version: document.getElementById('heatmap').dataset.version,"
-                         " range: (document.getElementById('heatmap').layout.xaxis || {}).range}; }")
+    """What the canvas heatmap shows: values in display order, labels, visible range, plot geometry."""
+    return page.evaluate("() => { const el = document.getElementById('heatmap');"
+                         " return {...el.netawareHeat(), version: el.dataset.version}; }")
+
+
+def drag_zoom(page, first: int, last: int) -> None:
+    """Drag with the mouse from cell (first, first) to cell (last, last) of the heatmap."""
+    box = page.locator("#heatmap canvas.heat").bounding_box()
+    plot = heat(page)["plot"]
+    at = lambda i: (box["x"] + plot["left"] + (i + 0.5) * plot["cw"], box["y"] + plot["top"] + (i + 0.5) * plot["ch"])  # noqa: E731
+    page.mouse.move(*at(first))
+    page.mouse.down()
+    page.mouse.move(*at((first + last) / 2), steps=3)
+    page.mouse.move(*at(last), steps=3)
+    page.mouse.up()
 
 
 def test_every_view_live_with_the_emulated_testbed(browser, live_server, testbed, settings):
@@ -145,7 +157,7 @@ def test_every_view_live_with_the_emulated_testbed(browser, live_server, testbed
     page = open_page(browser, live_server, "editor")
 
     # Topology: 19x19 heatmap, every metric and quantile, zone graph, live status.
-    wait(page, "#heatmap .main-svg", "topology")
+    wait(page, "#heatmap[data-version] canvas.heat", "topology")
     data = heat(page)
     assert len(data["z"]) == 19 and all(len(row) == 19 for row in data["z"])
     assert sum(v is not None for row in data["z"] for v in row) == 19 * 18
@@ -156,12 +168,18 @@ def test_every_view_live_with_the_emulated_testbed(browser, live_server, testbed
     for metric in ("latency_p50", "latency_p99", "loss", "bandwidth", "latency_p90"):
         page.select_option("#metric", metric)
         page.wait_for_function(f"() => (document.getElementById('heatmap-source').textContent || '').length"
-                               f" && document.getElementById('heatmap').layout.uirevision === 'heatmap-{metric}'")
+                               f" && document.getElementById('heatmap').dataset.metric === '{metric}'")
     assert "Live: refreshes" in page.inner_text("#live-status")
+    # Hover says value, kind, sample count and age.
+    plot, box = heat(page)["plot"], page.locator("#heatmap canvas.heat").bounding_box()
+    page.mouse.move(box["x"] + plot["left"] + 1.5 * plot["cw"], box["y"] + plot["top"] + 0.5 * plot["ch"])
+    tip = page.inner_text("#heatmap .heat-tip")
+    assert " → " in tip and "sample(s) in the last" in tip and "newest:" in tip and "measured" in tip, tip
     shot(page, "topology")
 
     # The user zooms; new data arrives; the page redraws by itself and keeps the zoom.
-    page.evaluate("() => Plotly.relayout('heatmap', {'xaxis.range': [2.5, 8.5], 'yaxis.range': [8.5, 2.5]})")
+    drag_zoom(page, 3, 8)
+    assert heat(page)["range"] == [2.5, 8.5]
     time.sleep(WIDTH)
     second = pull(testbed, settings, now + timedelta(seconds=WIDTH))
     assert second.version > first.version
@@ -170,9 +188,13 @@ def test_every_view_live_with_the_emulated_testbed(browser, live_server, testbed
     assert after["range"] == [2.5, 8.5]
     assert after["z"] != data["z"]  # new measurements, drawn without a reload
     shot(page, "topology-zoomed-after-refresh")
+    page.click("#heatmap .heat-reset")
+    assert heat(page)["range"] == [-0.5, 18.5]
 
     # A heatmap click leads to the link page, which has data.
-    page.goto(page.base + "/links/n1402/n1417/")
+    plot, box = heat(page)["plot"], page.locator("#heatmap canvas.heat").bounding_box()
+    page.mouse.click(box["x"] + plot["left"] + 0.5 * plot["cw"], box["y"] + plot["top"] + 1.5 * plot["ch"])
+    page.wait_for_url(f"**/links/{after['x'][1]}/{after['x'][0]}/")
     page.wait_for_function("() => Number(document.getElementById('link-latency').dataset.points) >= 6")
     shot(page, "link")
 
@@ -247,7 +269,8 @@ def test_viewer_is_refused_an_edit_with_a_clear_page(browser, live_server, testb
     assert "needs the editor role" in page.inner_text("#refusal-reason")
     shot(page, "viewer-refused")
     page.goto(page.base + "/")
-    page.wait_for_selector("#heatmap .main-svg")
+    page.wait_for_selector("#heatmap[data-version] canvas.heat")
+    page.wait_for_function("() => Number(document.getElementById('zone-graph').dataset.edges) > 0")  # plotly, loaded later
     page.click("#logout")
     page.wait_for_url("**/login**")
     assert page.problems == []

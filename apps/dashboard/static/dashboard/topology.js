@@ -1,12 +1,21 @@
 // Topology page: live heatmap (metric/quantile selectable, zone and region separators, rich hover,
-// click -> link page), zone graph and table, nodes. Plotly.react with a fixed uirevision keeps the
-// user's zoom across refreshes.
+// click -> link page, drag-to-zoom kept across refreshes), zone graph and table, nodes. The heatmap
+// is drawn by hand on a <canvas> (one pixel per cell, scaled up) so that the page's first view does
+// not wait for plotly; plotly is loaded after it, for the zone graph below the fold only.
 (function () {
   const N = window.netaware;
   const metricSelect = document.getElementById("metric");
   const zoneMetric = document.getElementById("zone-metric");
-  const colours = { latency_p50: "YlOrRd", latency_p90: "YlOrRd", latency_p99: "YlOrRd", loss: "YlOrRd", bandwidth: "Viridis" };
+  const heatEl = document.getElementById("heatmap");
+  // Plotly's YlOrRd (reversed: low latency/loss is pale) and Viridis, as low -> high stops.
+  const SCALES = {
+    YlOrRd: ["#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026", "#800026"],
+    Viridis: ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"],
+  };
+  const MARGIN = { l: 150, t: 40, r: 90, b: 110 };
   let lastHeat = null, lastZones = null;
+  // The view is kept across refreshes (and metric changes): inclusive row/column index ranges.
+  let view = null, grid = null, drag = null;
 
   function card(label, value, cls, title) {
     const c = N.el("div", { class: "card", "data-card": label });
@@ -23,75 +32,198 @@
     return idx.sort((a, b) => key(a).localeCompare(key(b)));
   }
 
-  function drawHeatmap(body) {
-    lastHeat = body;
-    N.showError("topology-error", "");
-    document.getElementById("heatmap").style.display = "";
-    const n = body.nodes.length, ord = order(body), now = Date.now() / 1000;
-    const labels = ord.map(i => body.nodes[i]);
-    const z = [], custom = [];
+  function rgb(hex) { return [1, 3, 5].map(i => parseInt(hex.slice(i, i + 2), 16)); }
+  const STOPS = Object.fromEntries(Object.entries(SCALES).map(([k, v]) => [k, v.map(rgb)]));
+  function colourAt(stops, t) {
+    const x = Math.max(0, Math.min(1, t)) * (stops.length - 1), i = Math.min(stops.length - 2, Math.floor(x)), f = x - i;
+    return stops[i].map((c, j) => Math.round(c + (stops[i + 1][j] - c) * f));
+  }
+
+  // The grid in display order, one RGBA pixel per cell, and the zone runs for separators and labels.
+  function buildGrid(body) {
+    const n = body.nodes.length, ord = order(body);
+    const stops = STOPS[body.metric === "bandwidth" ? "Viridis" : "YlOrRd"];
+    let lo = body.min, hi = body.max;
+    if (lo === null || lo === undefined || hi === null || hi === undefined) {
+      lo = Infinity; hi = -Infinity;
+      body.values.forEach(v => { if (v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
+    }
+    const span = hi > lo ? hi - lo : 1;
+    const lut = Array.from({ length: 256 }, (_, i) => colourAt(stops, i / 255));  // no per-cell interpolation
+    const image = new ImageData(Math.max(n, 1), Math.max(n, 1));
     const counts = { 1: 0, 2: 0, 3: 0, 4: 0 };
-    const inferredXY = [[], []], staleXY = [[], []];
     for (let r = 0; r < n; r++) {
-      const zr = [], cr = [];
       for (let c = 0; c < n; c++) {
-        const k = ord[r] * n + ord[c];
-        const v = body.values[k], kind = body.kind[k];
+        const k = ord[r] * n + ord[c], v = body.values[k], kind = body.kind[k], p = 4 * (r * n + c);
         if (kind) counts[kind] += 1;
-        if (kind === 2 || kind === 3) { inferredXY[0].push(labels[c]); inferredXY[1].push(labels[r]); }
-        if (kind === 3 || kind === 4) { staleXY[0].push(labels[c]); staleXY[1].push(labels[r]); }
-        const off = body.sampleOffset[k];
-        const ts = off >= 0 && body.sampleBase !== null ? body.sampleBase + off : null;
-        zr.push(v);
-        cr.push([body.kinds[kind], body.samples[k],
-          ts ? new Date(ts * 1000).toISOString().slice(11, 19) + " UTC (" + N.fmtAge(now - ts) + " ago)" : "none in the window"]);
+        if (v === null || v === undefined) { image.data.set([241, 245, 249, 255], p); continue; }
+        const col = lut[Math.max(0, Math.min(255, Math.round(255 * (v - lo) / span)))];
+        image.data[p] = col[0]; image.data[p + 1] = col[1]; image.data[p + 2] = col[2]; image.data[p + 3] = 255;
       }
-      z.push(zr); custom.push(cr);
     }
-    const traces = [{
-      type: "heatmap", z, x: labels, y: labels, customdata: custom, colorscale: colours[body.metric] || "YlOrRd",
-      reversescale: body.metric !== "bandwidth", hoverongaps: false, colorbar: { title: { text: body.unit } },
-      hovertemplate: "<b>%{y} → %{x}</b><br>%{z} " + body.unit + " · %{customdata[0]}<br>%{customdata[1]} sample(s) in the last "
-        + N.fmtAge(body.sampleWindowSeconds) + "<br>newest: %{customdata[2]}<extra></extra>",
-    }];
-    if (n <= 60) {
-      const size = n > 30 ? 6 : 11;
-      if (inferredXY[0].length) traces.push({ type: "scatter", mode: "markers", name: "inferred", x: inferredXY[0], y: inferredXY[1], hoverinfo: "skip", marker: { symbol: "diamond-open", size, color: "#1d4ed8", line: { width: 2, color: "#1d4ed8" } } });
-      if (staleXY[0].length) traces.push({ type: "scatter", mode: "markers", name: "stale", x: staleXY[0], y: staleXY[1], hoverinfo: "skip", marker: { symbol: "square-open", size: size * 1.6, color: "#b91c1c", line: { width: 2, color: "#b91c1c" } } });
-    }
-    // Separators between zones (thin) and regions (thick), zone names above the columns.
-    const shapes = [], annotations = [];
+    const runs = [];
     let start = 0;
     for (let k = 1; k <= n; k++) {
       const a = ord[k - 1], b = k < n ? ord[k] : null;
-      const regionChange = b === null || body.regions[a] !== body.regions[b];
-      if (b === null || regionChange || body.zones[a] !== body.zones[b]) {
-        annotations.push({ x: (start + k - 1) / 2, y: 1, xref: "x", yref: "paper", yanchor: "bottom", showarrow: false,
-          text: body.zones[a] || "(no zone)", font: { size: 10, color: "#334155" } });
-        start = k;
-        if (b !== null) {
-          const line = { color: regionChange ? "#111827" : "#64748b", width: regionChange ? 3 : 1 };
-          shapes.push({ type: "line", xref: "x", yref: "y", x0: k - 0.5, x1: k - 0.5, y0: -0.5, y1: n - 0.5, line });
-          shapes.push({ type: "line", xref: "x", yref: "y", y0: k - 0.5, y1: k - 0.5, x0: -0.5, x1: n - 0.5, line });
+      const regionEnd = b === null || body.regions[a] !== body.regions[b];
+      if (regionEnd || body.zones[a] !== body.zones[b]) { runs.push({ from: start, to: k - 1, zone: body.zones[a] || "(no zone)", regionEnd }); start = k; }
+    }
+    const pixels = document.createElement("canvas");
+    pixels.width = image.width; pixels.height = image.height;
+    pixels.getContext("2d").putImageData(image, 0, 0);
+    return { body, n, ord, labels: ord.map(i => body.nodes[i]), lo, hi, stops, pixels, runs, counts };
+  }
+
+  function geometry() {
+    const w = heatEl.clientWidth, h = heatEl.clientHeight;
+    const pw = Math.max(50, w - MARGIN.l - MARGIN.r), ph = Math.max(50, h - MARGIN.t - MARGIN.b);
+    const cols = view.c1 - view.c0 + 1, rows = view.r1 - view.r0 + 1;
+    return { w, h, pw, ph, cw: pw / cols, ch: ph / rows };
+  }
+
+  function paint() {
+    if (!grid) return;
+    const canvas = heatEl.querySelector("canvas.heat"), dpr = window.devicePixelRatio || 1;
+    const g = geometry();
+    if (canvas.width !== Math.round(g.w * dpr) || canvas.height !== Math.round(g.h * dpr)) {
+      canvas.width = Math.round(g.w * dpr); canvas.height = Math.round(g.h * dpr);
+      canvas.style.width = g.w + "px"; canvas.style.height = g.h + "px";
+    }
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, g.w, g.h);
+    ctx.imageSmoothingEnabled = false;
+    const cols = view.c1 - view.c0 + 1, rows = view.r1 - view.r0 + 1;
+    ctx.drawImage(grid.pixels, view.c0, view.r0, cols, rows, MARGIN.l, MARGIN.t, g.pw, g.ph);
+    const X = c => MARGIN.l + (c - view.c0) * g.cw, Y = r => MARGIN.t + (r - view.r0) * g.ch;
+    // Inferred (blue diamond) and stale (red square) marks once cells are big enough to carry them.
+    if (Math.min(g.cw, g.ch) >= 8) {
+      const body = grid.body, n = grid.n;
+      ctx.lineWidth = 2;
+      for (let r = view.r0; r <= view.r1; r++) for (let c = view.c0; c <= view.c1; c++) {
+        const kind = body.kind[grid.ord[r] * n + grid.ord[c]];
+        if (!kind || kind === 1) continue;
+        const cx = X(c + 0.5), cy = Y(r + 0.5), s = Math.min(8, Math.min(g.cw, g.ch) * 0.3);
+        if (kind === 2 || kind === 3) {
+          ctx.strokeStyle = "#1d4ed8"; ctx.beginPath();
+          ctx.moveTo(cx, cy - s); ctx.lineTo(cx + s, cy); ctx.lineTo(cx, cy + s); ctx.lineTo(cx - s, cy); ctx.closePath(); ctx.stroke();
         }
+        if (kind === 3 || kind === 4) { ctx.strokeStyle = "#b91c1c"; ctx.strokeRect(cx - 1.5 * s, cy - 1.5 * s, 3 * s, 3 * s); }
       }
     }
-    const height = Math.max(420, Math.min(960, 200 + 30 * n));
-    const el = document.getElementById("heatmap");
-    el.style.height = height + "px";
-    Plotly.react(el, traces, {
-      height, margin: { l: 150, b: 110, t: 40, r: 10 }, uirevision: "heatmap-" + body.metric,
-      xaxis: { type: "category", tickangle: -45, automargin: true }, yaxis: { type: "category", autorange: "reversed", automargin: true },
-      shapes, annotations, showlegend: traces.length > 1, legend: { orientation: "h", y: -0.18 },
-    }, { responsive: true, displaylogo: false });
-    el.dataset.version = body.version;
-    if (!el.dataset.clicks) {
-      el.dataset.clicks = "1";
-      el.on("plotly_click", ev => {
-        const p = ev.points && ev.points[0];
-        if (p && p.data.type === "heatmap" && p.x !== p.y) location.href = "/links/" + encodeURIComponent(p.y) + "/" + encodeURIComponent(p.x) + "/";
-      });
+    // Zone separators (thin) and region separators (thick), zone names above the columns.
+    ctx.save();
+    ctx.beginPath(); ctx.rect(MARGIN.l, 0, g.pw, g.h); ctx.clip();
+    ctx.font = "10px sans-serif"; ctx.textAlign = "center"; ctx.textBaseline = "bottom"; ctx.fillStyle = "#334155";
+    grid.runs.forEach(run => {
+      const a = Math.max(run.from, view.c0), b = Math.min(run.to, view.c1);
+      if (a <= b) ctx.fillText(run.zone, (X(a) + X(b + 1)) / 2, MARGIN.t - 4);
+    });
+    ctx.restore();
+    grid.runs.slice(0, -1).forEach(run => {
+      const k = run.to + 1;
+      ctx.strokeStyle = run.regionEnd ? "#111827" : "#64748b"; ctx.lineWidth = run.regionEnd ? 3 : 1;
+      ctx.beginPath();
+      if (k > view.c0 && k <= view.c1) { ctx.moveTo(X(k), MARGIN.t); ctx.lineTo(X(k), MARGIN.t + g.ph); }
+      if (k > view.r0 && k <= view.r1) { ctx.moveTo(MARGIN.l, Y(k)); ctx.lineTo(MARGIN.l + g.pw, Y(k)); }
+      ctx.stroke();
+    });
+    // Node names: every one that fits (rows at the left, columns slanted below).
+    ctx.fillStyle = "#1e293b"; ctx.font = "11px sans-serif";
+    const rowStep = Math.max(1, Math.ceil(12 / g.ch)), colStep = Math.max(1, Math.ceil(12 / g.cw));
+    ctx.textAlign = "right"; ctx.textBaseline = "middle";
+    for (let r = view.r0; r <= view.r1; r += rowStep) ctx.fillText(grid.labels[r], MARGIN.l - 4, Y(r + 0.5), MARGIN.l - 8);
+    for (let c = view.c0; c <= view.c1; c += colStep) {
+      ctx.save(); ctx.translate(X(c + 0.5), MARGIN.t + g.ph + 4); ctx.rotate(-Math.PI / 4);
+      ctx.fillText(grid.labels[c], 0, 0, MARGIN.b * 1.3); ctx.restore();
     }
+    // Colour bar.
+    const bx = MARGIN.l + g.pw + 14, bh = Math.min(g.ph, 300);
+    for (let i = 0; i < bh; i++) { const col = colourAt(grid.stops, 1 - i / bh); ctx.fillStyle = "rgb(" + col.join(",") + ")"; ctx.fillRect(bx, MARGIN.t + i, 14, 1); }
+    ctx.fillStyle = "#1e293b"; ctx.textAlign = "left"; ctx.font = "10px sans-serif";
+    ctx.fillText(grid.body.unit, bx, MARGIN.t - 10);
+    ctx.fillText(N.fmt(grid.hi), bx + 18, MARGIN.t + 5);
+    ctx.fillText(N.fmt(grid.lo), bx + 18, MARGIN.t + bh - 5);
+    if (drag && drag.moved) {
+      ctx.fillStyle = "rgba(29,78,216,0.12)"; ctx.strokeStyle = "#1d4ed8"; ctx.lineWidth = 1;
+      const x = Math.min(drag.x0, drag.x1), y = Math.min(drag.y0, drag.y1), w = Math.abs(drag.x1 - drag.x0), h = Math.abs(drag.y1 - drag.y0);
+      ctx.fillRect(x, y, w, h); ctx.strokeRect(x, y, w, h);
+    }
+    heatEl.querySelector(".heat-reset").hidden = view.c0 === 0 && view.r0 === 0 && view.c1 === grid.n - 1 && view.r1 === grid.n - 1;
+  }
+
+  // Pixel (relative to the canvas) -> {r, c} in display order, or null outside the cells.
+  function cellAt(x, y) {
+    const g = geometry();
+    if (x < MARGIN.l || y < MARGIN.t || x >= MARGIN.l + g.pw || y >= MARGIN.t + g.ph) return null;
+    return { c: Math.min(view.c1, view.c0 + Math.floor((x - MARGIN.l) / g.cw)), r: Math.min(view.r1, view.r0 + Math.floor((y - MARGIN.t) / g.ch)) };
+  }
+
+  function hover(ev) {
+    const tip = heatEl.querySelector(".heat-tip"), rect = ev.currentTarget.getBoundingClientRect();
+    const cell = grid && !drag ? cellAt(ev.clientX - rect.left, ev.clientY - rect.top) : null;
+    const body = grid && grid.body, k = cell ? grid.ord[cell.r] * grid.n + grid.ord[cell.c] : -1;
+    if (!cell || body.values[k] === null || body.values[k] === undefined) { tip.hidden = true; heatEl.style.cursor = cell ? "crosshair" : ""; return; }
+    const off = body.sampleOffset[k], ts = off >= 0 && body.sampleBase !== null ? body.sampleBase + off : null;
+    tip.innerHTML = "";
+    tip.appendChild(N.el("b", {}, grid.labels[cell.r] + " → " + grid.labels[cell.c]));
+    [N.fmt(body.values[k], 3) + " " + body.unit + " · " + body.kinds[body.kind[k]],
+      body.samples[k] + " sample(s) in the last " + N.fmtAge(body.sampleWindowSeconds),
+      "newest: " + (ts ? new Date(ts * 1000).toISOString().slice(11, 19) + " UTC (" + N.fmtAge(Date.now() / 1000 - ts) + " ago)" : "none in the window")]
+      .forEach(line => tip.appendChild(N.el("div", {}, line)));
+    tip.hidden = false;
+    const x = ev.clientX - rect.left + 14, y = ev.clientY - rect.top + 14;
+    tip.style.left = Math.min(x, rect.width - tip.offsetWidth - 4) + "px"; tip.style.top = Math.min(y, rect.height - tip.offsetHeight - 4) + "px";
+    heatEl.style.cursor = cell.r !== cell.c ? "pointer" : "crosshair";
+  }
+
+  function setupCanvas() {
+    heatEl.innerHTML = "";
+    const canvas = N.el("canvas", { class: "heat", role: "img", "aria-label": "heatmap of node pairs" });
+    const reset = N.el("button", { type: "button", class: "heat-reset", title: "Show every node again" }, "Reset zoom");
+    heatEl.append(canvas, reset, N.el("div", { class: "heat-tip", hidden: "" }));
+    const pos = ev => { const rect = canvas.getBoundingClientRect(); return [ev.clientX - rect.left, ev.clientY - rect.top]; };
+    canvas.addEventListener("mousedown", ev => { const [x, y] = pos(ev); if (cellAt(x, y)) drag = { x0: x, y0: y, x1: x, y1: y, moved: false }; });
+    canvas.addEventListener("mousemove", ev => {
+      if (drag) { [drag.x1, drag.y1] = pos(ev); drag.moved = drag.moved || Math.abs(drag.x1 - drag.x0) + Math.abs(drag.y1 - drag.y0) > 4; if (drag.moved) paint(); }
+      hover(ev);
+    });
+    canvas.addEventListener("mouseleave", () => { heatEl.querySelector(".heat-tip").hidden = true; });
+    window.addEventListener("mouseup", ev => {
+      if (!drag) return;
+      const d = drag; drag = null;
+      const [x, y] = pos(ev), g = geometry();
+      const a = cellAt(d.x0, d.y0), b = cellAt(Math.max(MARGIN.l, Math.min(x, MARGIN.l + g.pw - 1)), Math.max(MARGIN.t, Math.min(y, MARGIN.t + g.ph - 1)));
+      if (d.moved && a && b) {
+        view = { c0: Math.min(a.c, b.c), c1: Math.max(a.c, b.c), r0: Math.min(a.r, b.r), r1: Math.max(a.r, b.r) };
+        paint();
+      } else if (!d.moved && a && a.r !== a.c) {
+        location.href = "/links/" + encodeURIComponent(grid.labels[a.r]) + "/" + encodeURIComponent(grid.labels[a.c]) + "/";
+      } else paint();
+    });
+    const full = () => { view = { c0: 0, c1: grid.n - 1, r0: 0, r1: grid.n - 1 }; paint(); };
+    reset.addEventListener("click", full);
+    window.addEventListener("resize", paint);
+    // What the browser test reads: the values in display order, the labels and the visible range.
+    heatEl.netawareHeat = () => ({
+      z: grid.labels.map((_, r) => grid.labels.map((_, c) => grid.body.values[grid.ord[r] * grid.n + grid.ord[c]])),
+      x: grid.labels, metric: grid.body.metric, range: [view.c0 - 0.5, view.c1 + 0.5], yrange: [view.r0 - 0.5, view.r1 + 0.5],
+      plot: { left: MARGIN.l, top: MARGIN.t, ...geometry() },
+    });
+  }
+
+  function drawHeatmap(body) {
+    lastHeat = body;
+    N.showError("topology-error", "");
+    heatEl.style.display = "";
+    if (!heatEl.querySelector("canvas.heat")) setupCanvas();
+    grid = buildGrid(body);
+    const n = grid.n, counts = grid.counts;
+    if (!view || view.c1 >= n || view.r1 >= n) view = { c0: 0, c1: n - 1, r0: 0, r1: n - 1 };
+    heatEl.style.height = Math.max(420, Math.min(960, 200 + 30 * n)) + "px";
+    paint();
+    heatEl.dataset.version = body.version;
+    heatEl.dataset.metric = body.metric;
     document.getElementById("heatmap-source").textContent = body.label + " (" + body.unit + "): " + body.source;
     const cards = document.getElementById("topology-cards");
     cards.innerHTML = "";
@@ -105,20 +237,32 @@
     banner.innerHTML = "";
     if (body.stale) banner.appendChild(N.el("div", { class: "banner bad" }, "STALE TOPOLOGY (v" + body.version + "): " + body.staleReason + ". The scheduler is scoring with old network data."));
     if (counts[3] + counts[4]) banner.appendChild(N.el("div", { class: "banner warn" }, (counts[3] + counts[4]) + " node pair(s) have stale measurements (dropped and inferred from aggregates)."));
+    loadPlotly();
   }
 
   function missing(body) {
-    document.getElementById("heatmap").style.display = "none";
+    heatEl.style.display = "none";
     N.showError("topology-error", (body && body.detail) || "No NetworkTopology yet.");
+    loadPlotly();
   }
+
+  // Plotly (for the zone graph) is fetched only once the heatmap is on screen (or has said why not).
+  let startPlotly;
+  const plotlyReady = new Promise(resolve => { startPlotly = resolve; }).then(() => new Promise((resolve, reject) => {
+    const s = document.createElement("script");
+    s.src = document.getElementById("zone-graph").dataset.plotly;
+    s.onload = resolve; s.onerror = () => reject(new Error("could not load " + s.src));
+    document.head.appendChild(s);
+  }));
+  function loadPlotly() { startPlotly(); }
 
   const heat = N.live(() => "/dashboard/data/heatmap?metric=" + encodeURIComponent(metricSelect.value), 15, drawHeatmap, {
     early: window.netawareEarly && window.netawareEarly.metric === metricSelect.value ? window.netawareEarly.heatmap : null,
     takenAt: b => (b.dataUntil || b.createdAt) * 1000, isStale: b => (b.stale ? b.staleReason : ""), onMissing: missing,
-    onError: r => N.showError("topology-error", "Could not load the heatmap: HTTP " + r.status + " " + ((r.body && (r.body.detail || JSON.stringify(r.body))) || "")),
+    onError: r => { loadPlotly(); N.showError("topology-error", "Could not load the heatmap: HTTP " + r.status + " " + ((r.body && (r.body.detail || JSON.stringify(r.body))) || "")); },
   });
   metricSelect.addEventListener("change", () => heat.refresh());
-  // Ages in the hover text move on even when the data does not.
+  // The ages on the cards move on even when the data does not (the hover computes its own).
   setInterval(() => { if (lastHeat && !document.hidden) drawHeatmap(lastHeat); }, 60000);
 
   // --- zones ----------------------------------------------------------------------------------
@@ -166,12 +310,11 @@
       hovertemplate: "<b>%{text}</b><br>region %{customdata[0]}<br>%{customdata[1]} node(s)<extra></extra>",
       marker: { size: zones.map(z => 14 + 4 * Math.sqrt(z.nodes.length)), color: zones.map(z => regions.indexOf(z.region)), colorscale: "Portland", line: { width: 1, color: "#1e293b" } } });
     const el = document.getElementById("zone-graph");
-    Plotly.react(el, traces, { margin: { l: 10, r: 10, t: 30, b: 10 }, uirevision: "zones", hovermode: "closest",
+    plotlyReady.then(() => Plotly.react(el, traces, { margin: { l: 10, r: 10, t: 30, b: 10 }, uirevision: "zones", hovermode: "closest",
       xaxis: { visible: false, range: [-1.4, 1.4] }, yaxis: { visible: false, range: [-1.3, 1.3], scaleanchor: "x" },
       annotations: [{ xref: "paper", yref: "paper", x: 0, y: 1.06, showarrow: false, align: "left", font: { size: 11, color: "#475569" },
         text: m + ": green " + N.fmt(lo) + " … red " + N.fmt(hi) + (m === "loss" ? " %" : " ms") }] },
-      { responsive: true, displaylogo: false });
-    el.dataset.edges = edges.length;
+      { responsive: true, displaylogo: false })).then(() => { el.dataset.edges = edges.length; }, e => console.error(e));
     const tbody = document.querySelector("#zone-table tbody");
     tbody.innerHTML = "";
     body.pairs.forEach(p => {
