@@ -4,6 +4,7 @@ and the topology rebuild from those samples.
 
 Run (own database; it is filled with ~1M rows per run):
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/netaware_<you> .venv/bin/python bench/bench_pipeline_scale.py
+then ``--rebuild-only --runs 5`` times the rebuild alone again on the stored samples.
 
 Data: 5,000 nodes in 50 zones of 100 (5 regions); the default plan (K = 24, 8 bandwidth peers) gives
 120,000 probed pairs: rtt_p50/p90/p99 and loss for each, bandwidth for 40,000, i.e. 520,000 pair points
@@ -24,6 +25,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -145,11 +147,18 @@ def main() -> None:
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rebuild-only", action="store_true",
+                        help="time --runs rebuilds (each in a fresh process, snapshots deleted first) from the "
+                             "samples an earlier run stored")
     args = parser.parse_args()
     import django
 
     django.setup()
-    from apps.topology.models import Node
+    from apps.topology.models import Node, TopologySnapshot
+
+    if args.rebuild_only:
+        rebuild_runs(args.runs, TopologySnapshot)
+        return
 
     Node.objects.bulk_create([Node(name=n, zone=z, region=r, source="scenario") for n, z, r in nodes()],
                              ignore_conflicts=True)
@@ -171,14 +180,36 @@ def main() -> None:
               f"(min {min(walls):.2f}, max {max(walls):.2f}) over {len(walls)} runs |")
     ratio = statistics.median(results[2]) / statistics.median(results[1])
     print(f"| 2 workers / 1 worker | {ratio:.2f} |")
-    out = subprocess.run([sys.executable, __file__, "--rebuild", str(base + 60 * step + 5)], capture_output=True,
-                         text=True, cwd=ROOT)
+    report = rebuild_child(base + 60 * step + 5)
+    print(f"| rebuild_topology, 5,000 nodes | {report['seconds']:.2f} s, peak RSS {report['peak_mib']:.0f} MiB "
+          f"(version {report['version']}, {report['nodes']} nodes) |")
+
+
+def rebuild_child(now_ts: int) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--rebuild", str(now_ts)], capture_output=True, text=True, cwd=ROOT)
     if out.returncode:
         print(out.stderr[-2000:])
         raise SystemExit("rebuild failed")
-    report = json.loads(out.stdout.strip().splitlines()[-1])
-    print(f"| rebuild_topology, 5,000 nodes | {report['seconds']:.2f} s, peak RSS {report['peak_mib']:.0f} MiB "
-          f"(version {report['version']}, {report['nodes']} nodes) |")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def rebuild_runs(runs: int, snapshots: Any) -> None:
+    """The rebuild alone, on the newest stored window (an identical rebuild would return the current
+    snapshot, so each run starts without snapshots)."""
+    from apps.probes.models import PairSample
+
+    newest = PairSample.objects.order_by("-ts").values_list("ts", flat=True).first()
+    if newest is None:
+        raise SystemExit("no samples stored: run the bench without --rebuild-only first")
+    reports = []
+    for _ in range(runs):
+        snapshots.objects.all().defer("payload").delete()
+        reports.append(rebuild_child(int(newest.timestamp()) + 5))
+        print(f"rebuild: {reports[-1]['seconds']:.2f} s, peak RSS {reports[-1]['peak_mib']:.0f} MiB, "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
+    seconds = [r["seconds"] for r in reports]
+    print(f"| rebuild_topology, 5,000 nodes | median {statistics.median(seconds):.2f} s (min {min(seconds):.2f}, "
+          f"max {max(seconds):.2f}) over {runs} runs, peak RSS {max(r['peak_mib'] for r in reports):.0f} MiB |")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""A large snapshot stores and loads through the real services (binary parameters, format 2) with
-the same arrays back; format-1 (np.savez) snapshots written before the change still load."""
+"""A large snapshot stores and loads through the real services (binary parameters, format 3: format 2
+in zstd chunks) with the same arrays back; format-2 and format-1 (np.savez) snapshots written before
+still load, identically."""
 
 from __future__ import annotations
 
@@ -13,10 +14,14 @@ from django.db import connection
 from apps.topology import selectors, services
 from apps.topology.models import TopologySnapshot
 from apps.topology.snapshot_format import (
-    SNAPSHOT_MAGIC,
+    CHUNKED_MAGIC,
+    RAW,
+    ZSTD,
+    chunk_payload,
     decode_snapshot,
     decode_snapshot_arrays,
     encode_snapshot,
+    parse_chunk_index,
 )
 from apps.topology.topomath import Topology
 
@@ -75,9 +80,10 @@ def test_large_snapshot_round_trips_through_the_services():
     topology = random_topology(N)
     snapshot = services.store_topology(topology=topology, source="imported")
     size, head = payload_info(snapshot.pk)
-    assert head == SNAPSHOT_MAGIC
-    # 3 float32 values + 2 bits per pair, plus a header naming the nodes.
-    assert N * N * 12 + N * N // 4 <= size < N * N * 12 + N * N // 4 + 200_000
+    assert head == CHUNKED_MAGIC
+    # Uncompressed: 3 float32 values + 2 bits per pair, plus a header naming the nodes. These values are
+    # random (the worst case), so only the 4-decimal rounding and the packed flags compress.
+    assert size < N * N * 12 + N * N // 4
     assert_same(selectors.current_topology(), topology)
     # A fresh instance (payload deferred) reads the blob back from the database in slices.
     assert_same(TopologySnapshot.objects.defer("payload").get(pk=snapshot.pk).to_topology(), topology)
@@ -98,6 +104,44 @@ def test_small_slices_give_the_same_arrays():
     sliced = decode_snapshot_arrays(layout, lambda off, size: view[off:off + size], chunk_bytes=1)
     for key, value in arrays.items():
         np.testing.assert_array_equal(sliced[key], value, err_msg=key)
+
+
+def test_chunked_payloads_decode_like_the_format_2_payload_inside():
+    topology = random_topology(37, seed=3)
+    raw = encode_snapshot(topology)
+    # 64-byte chunks: the float32 values do not compress (stored raw), the flag bits and header do.
+    chunked = chunk_payload(raw, chunk_bytes=64)
+    index = parse_chunk_index(chunked)
+    assert {codec for _, _, codec in index.chunks} == {RAW, ZSTD}
+    assert index.raw_bytes == len(raw) and len(index.chunks) == -(-len(raw) // 64)
+    layout2, arrays2 = decode_snapshot(raw)
+    layout3, arrays3 = decode_snapshot(chunked)
+    assert layout3 == layout2
+    for key, value in arrays2.items():
+        np.testing.assert_array_equal(arrays3[key], value, err_msg=key)
+
+
+def write_raw_payload(pk: int, payload: bytes | bytearray) -> None:
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute("UPDATE topology_topologysnapshot SET payload = %b WHERE id = %s", [payload, pk])
+
+
+def test_format_2_and_format_3_snapshots_load_identically():
+    topology = random_topology(300, seed=13)
+    chunked = services.store_topology(topology=topology, source="measured")
+    plain = services.store_topology(topology=topology, source="measured")
+    write_raw_payload(plain.pk, encode_snapshot(topology))  # exactly what format 2 stored
+    assert payload_info(chunked.pk)[1] == CHUNKED_MAGIC and payload_info(plain.pk)[1] == b"NATOPO2\n"
+    from_chunked = TopologySnapshot.objects.defer("payload").get(pk=chunked.pk).to_topology()
+    from_plain = TopologySnapshot.objects.defer("payload").get(pk=plain.pk).to_topology()
+    assert from_plain.nodes == from_chunked.nodes
+    for key in ("latency_ms", "bandwidth_mbps", "loss_pct", "inferred", "stale"):
+        np.testing.assert_array_equal(getattr(from_plain, key), getattr(from_chunked, key), err_msg=key)
+    assert_same(from_chunked, topology)
+    # In memory (payload loaded through the ORM) both decode the same way too.
+    assert_same(TopologySnapshot.objects.get(pk=plain.pk).to_topology(), topology)
+    assert_same(TopologySnapshot.objects.get(pk=chunked.pk).to_topology(), topology)
 
 
 def test_payload_column_is_stored_uncompressed_for_slicing():
@@ -124,10 +168,7 @@ def legacy_payload(topology: Topology) -> bytes:
 def test_format_1_snapshots_still_load():
     topology = random_topology(200, seed=11)
     snapshot = services.store_topology(topology=topology, source="measured")
-    connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute("UPDATE topology_topologysnapshot SET payload = %b WHERE id = %s",
-                       [legacy_payload(topology), snapshot.pk])
+    write_raw_payload(snapshot.pk, legacy_payload(topology))
     assert payload_info(snapshot.pk)[1][:2] == b"PK"
     assert_same(TopologySnapshot.objects.defer("payload").get(pk=snapshot.pk).to_topology(), topology)
     assert_same(selectors.current_topology(), topology)
@@ -158,6 +199,6 @@ def test_storing_and_pruning_never_send_or_fetch_the_payload_as_text(settings):
     assert any(sql.startswith("DELETE") for sql in sqls)
     # Through the ORM only an empty payload goes out, and no query reads it back.
     assert not any(sql.startswith("SELECT") and '"topology_topologysnapshot"."payload"' in sql for sql in sqls)
-    assert not any("\\x4e41544f504f32" in sql.lower() for sql in sqls)  # hex of the magic
+    assert not any("\\x4e41544f504f" in sql.lower() for sql in sqls)  # hex of the magic "NATOPO"
     loaded = TopologySnapshot.objects.defer("payload").get(pk=second.pk).to_topology()
     np.testing.assert_array_equal(loaded.inferred, random_topology(30, seed=2).inferred)

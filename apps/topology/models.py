@@ -1,8 +1,9 @@
 """Node cache and versioned NetworkTopology snapshots.
 
 A snapshot stores the derived dense arrays as one binary payload (float32 values, bit-packed flags,
-fixed offsets; see ``snapshot_format.encode_snapshot``), written and read as a binary bytea parameter and
-read back in slices, so 5,000 nodes (25M pairs, 306 MB) store and load without hex text copies.
+fixed offsets, in zstd-compressed chunks; see ``snapshot_format``), written and read as a binary bytea
+parameter and read back in slices, so 5,000 nodes (25M pairs, 306 MB before compression) store and
+load without hex text copies.
 The newest version is the current one; older versions are pruned to
 ``NETAWARE["TOPOLOGY_KEEP_SNAPSHOTS"]``.
 """
@@ -23,10 +24,11 @@ from .choices import NodeSource, SnapshotSource
 from .snapshot_format import (
     decode_snapshot,
     decode_snapshot_arrays,
-    encode_snapshot,
     is_legacy_snapshot,
+    open_payload,
     parse_snapshot_header,
     snapshot_header_bytes,
+    snapshot_payload,
 )
 from .topomath import EXTREMA_FIELDS, Topology
 
@@ -100,9 +102,10 @@ class TopologySnapshot(models.Model):
     cost_overrides = models.JSONField(default=dict, blank=True)
     # Hash of what shaped a measured rebuild; an identical rebuild returns the current snapshot.
     fingerprint = models.CharField(max_length=64, blank=True, default="")
-    # Storage format 2 (snapshot_format.encode_snapshot); written/read in binary by write_payload/to_topology.
-    # The column is STORAGE EXTERNAL (migration 0003): uncompressed, so slices are cheap to read.
-    payload = models.BinaryField(help_text="snapshot format 2: header, float32 arrays, bit-packed flags")
+    # Storage format 3 (format 2 in zstd chunks; snapshot_format); written/read in binary by
+    # write_payload/to_topology. The column is STORAGE EXTERNAL (migration 0003): no pglz on top of our
+    # chunks, so slices are cheap to read. Formats 1 and 2 (older rows) still load.
+    payload = models.BinaryField(help_text="snapshot format 3: header, float32 arrays, bit-packed flags")
 
     objects = TopologySnapshotQuerySet.as_manager()
 
@@ -145,8 +148,8 @@ class TopologySnapshot(models.Model):
 
     @staticmethod
     def encode_payload(topology: Topology) -> bytearray:
-        """Storage format 2 (see ``snapshot_format.encode_snapshot``): float32 values, bit-packed flags."""
-        return encode_snapshot(topology)
+        """Storage format 3 (see ``snapshot_format.snapshot_payload``): format 2 in zstd chunks."""
+        return snapshot_payload(topology)
 
     @staticmethod
     def extrema_fields(topology: Topology) -> dict[str, float | None]:
@@ -243,6 +246,11 @@ def _load_from_db(pk: int) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str,
         head, size = row
         if is_legacy_snapshot(head):
             return _decode_legacy(read(0, size))
+        try:
+            read, size = open_payload(head, read, size)  # format 3: decompresses chunk by chunk
+        except ValueError as exc:
+            raise ValueError(f"topology snapshot id={pk}: {exc}") from exc
+        head = read(0, min(size, len(head)))
         needed = snapshot_header_bytes(head)
         layout = parse_snapshot_header(head if needed <= len(head) else read(0, needed))
         if layout.total_bytes != size:

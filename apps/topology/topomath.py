@@ -260,12 +260,11 @@ def group_medians(values: np.ndarray, groupings: Sequence[tuple[np.ndarray, int]
     return out
 
 
-def _extrema(matrix: np.ndarray, offdiag: np.ndarray) -> tuple[float, float]:
-    values = matrix[offdiag]
-    values = values[~np.isnan(values)]
-    if values.size == 0:
-        return float("nan"), float("nan")
-    return float(values.min()), float(values.max())
+def _last_per_pair(keys: np.ndarray) -> np.ndarray:
+    """Indices of the last occurrence of each key, in key order."""
+    reverse = keys[::-1]
+    _, first = np.unique(reverse, return_index=True)
+    return keys.size - 1 - first
 
 
 def _shortest_paths(weights: np.ndarray) -> np.ndarray:
@@ -323,15 +322,25 @@ def derive_topology(
         raise ValueError("pairs.source/target: index outside the node list")
     groups = _groups(nodes)
     n_zones, n_regions = len(groups.zone_names), len(groups.region_names)
+    # Nodes sharing (zone, region) get the same fill value from every other group: fills are
+    # computed per group pair (tiny) and expanded once, instead of per node pair.
+    cells = groups.zone_of_node * n_regions + groups.region_of_node
+    cell_ids, cell_of_node, cell_size = np.unique(cells, return_inverse=True, return_counts=True)
+    cell_of_node = cell_of_node.reshape(-1)
+    cell_zone, cell_region = cell_ids // n_regions, cell_ids % n_regions
+    n_cells = cell_ids.size
+    # Off-diagonal node pairs per cell pair: where a fill can land.
+    cell_pairs = (cell_size[:, None] * cell_size[None, :] - np.diag(cell_size)).reshape(-1)
 
-    offdiag = ~np.eye(n, dtype=bool)
+    last = _last_per_pair(src * max(n, 1) + tgt)  # a repeated pair keeps its last value, as an assignment would
+    src, tgt = src[last], tgt[last]
+    offdiag_pair = src != tgt
+    cutoff = now - stale_after_s
     stale = np.zeros((n, n), dtype=bool)
     inferred = np.zeros((n, n), dtype=bool)
-    cutoff = now - stale_after_s
-    zone_pair = groups.zone_of_node[:, None] * n_zones + groups.zone_of_node[None, :]
-    region_pair = groups.region_of_node[:, None] * n_regions + groups.region_of_node[None, :]
 
     matrices: list[np.ndarray] = []
+    extrema: list[float] = []
     zone_latency_agg = np.full(n_zones * n_zones, np.nan)
     region_latency_agg = np.full(n_regions * n_regions, np.nan)
     columns = (
@@ -344,32 +353,37 @@ def derive_topology(
         bad = values[~np.isnan(values)]
         if bad.size and (bad.min() < 0 or (name == "loss_pct" and bad.max() > 100)):
             raise ValueError(f"pairs.{name}: values must be >= 0{' and <= 100' if name == 'loss_pct' else ''}")
-        matrix = np.full((n, n), np.nan)
-        when = np.full((n, n), np.nan)
-        matrix[src, tgt] = values
-        when[src, tgt] = _f64(ts)
-        too_old = ~np.isnan(matrix) & (when < cutoff) & offdiag
-        matrix[too_old] = np.nan
-        stale |= too_old
-        measured = ~np.isnan(matrix) & offdiag
+        values, ts = values[last], _f64(ts)[last]
+        known = ~np.isnan(values) & offdiag_pair
+        too_old = known & (ts < cutoff)
+        stale[src[too_old], tgt[too_old]] = True
+        fresh = known & ~too_old
+        s, t, v = src[fresh], tgt[fresh], values[fresh]
+        zs, zt = groups.zone_of_node[s], groups.zone_of_node[t]
+        rs, rt = groups.region_of_node[s], groups.region_of_node[t]
         zone_agg, region_agg = group_medians(
-            matrix[measured], [(zone_pair[measured], n_zones * n_zones), (region_pair[measured], n_regions * n_regions)]
+            v, [(zs * n_zones + zt, n_zones * n_zones), (rs * n_regions + rt, n_regions * n_regions)]
         )
-        missing = np.isnan(matrix) & offdiag
-        np.copyto(matrix, zone_agg[zone_pair], where=missing)
-        still = np.isnan(matrix) & offdiag
-        np.copyto(matrix, region_agg[region_pair], where=still)
-        inferred |= missing & ~np.isnan(matrix)
+        fill = zone_agg[cell_zone[:, None] * n_zones + cell_zone[None, :]]
+        np.copyto(fill, region_agg[cell_region[:, None] * n_regions + cell_region[None, :]], where=np.isnan(fill))
+        matrix = np.take(fill[cell_of_node], cell_of_node, axis=1)
+        filled = ~np.isnan(matrix)
+        filled[s, t] = False
+        np.fill_diagonal(filled, False)
+        inferred |= filled
+        matrix[s, t] = v
+        # Extrema over every known off-diagonal value: the measured ones plus each fill value that
+        # lands on at least one unmeasured pair (counted per cell pair, never scanning n x n).
+        measured_per_cell = np.bincount(cell_of_node[s] * n_cells + cell_of_node[t], minlength=n_cells * n_cells)
+        fills = fill.reshape(-1)[(cell_pairs > measured_per_cell) & ~np.isnan(fill.reshape(-1))]
+        known_values = np.concatenate([v, fills])
+        extrema.extend((float(known_values.min()), float(known_values.max())) if known_values.size
+                       else (float("nan"), float("nan")))
         if name == "latency_ms":
             zone_latency_agg, region_latency_agg = zone_agg, region_agg
-            np.fill_diagonal(matrix, 0.0)
-        elif name == "loss_pct":
-            np.fill_diagonal(matrix, 0.0)
-        else:
-            np.fill_diagonal(matrix, np.nan)
+        np.fill_diagonal(matrix, np.nan if name == "bandwidth_mbps" else 0.0)
         matrices.append(matrix)
     latency, bandwidth, loss = matrices
-    extrema = (*_extrema(latency, offdiag), *_extrema(bandwidth, offdiag), *_extrema(loss, offdiag))
 
     # Network costs: zone and region graphs weighted by measured median latency in cost units.
     zone_lat = zone_latency_agg.reshape(n_zones, n_zones)
