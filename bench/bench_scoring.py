@@ -40,7 +40,7 @@ from apps.scheduler.scoring.common import WorkloadRef, topology_positions
 from apps.scheduler.scoring.network_score import naive_network_score, network_scores
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo, evolve
 from apps.topology.topomath import Topology
-from tests.support.scoring_fixtures import paper_appgroup, pod_labels
+from tests.support.scoring_fixtures import offdiag_extrema, paper_appgroup, pod_labels
 
 ZONE_SIZE = 50
 REGIONS = 4
@@ -67,11 +67,6 @@ def synthetic_topology(n: int, seed: int = 1) -> Topology:
     for arr in (lat, bw, loss):
         arr[unknown] = np.nan
     np.fill_diagonal(lat, 0.0)
-    off = ~np.eye(n, dtype=bool)
-
-    def ext(a: np.ndarray) -> tuple[float, float]:
-        return float(np.nanmin(a[off])), float(np.nanmax(a[off]))
-
     zone_names = tuple(f"z{z}" for z in zone)
     region_names = tuple(f"r{r}" for r in region)
     zone_costs = {(f"z{a}", f"z{b}"): float(round(zl[a, b])) for a in range(nz) for b in range(nz)
@@ -79,7 +74,7 @@ def synthetic_topology(n: int, seed: int = 1) -> Topology:
     region_costs = {(f"r{a}", f"r{b}"): 20.0 for a in range(REGIONS) for b in range(REGIONS) if a != b}
     no = np.zeros((n, n), dtype=bool)
     return Topology(tuple(f"node-{i}" for i in range(n)), zone_names, region_names, lat, bw, loss, no, no.copy(),
-                    *ext(lat), *ext(bw), *ext(loss), zone_costs=zone_costs, region_costs=region_costs)
+                    *offdiag_extrema(lat, bw, loss), zone_costs=zone_costs, region_costs=region_costs)
 
 
 def build_state(n: int) -> ClusterState:

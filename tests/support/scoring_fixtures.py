@@ -8,6 +8,8 @@ a database. Resource hints are Online Boutique's manifest requests. Workload nam
 
 from __future__ import annotations
 
+import numpy as np
+
 from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
 
 MI = 2**20
@@ -71,3 +73,27 @@ def paper_appgroup(namespace: str = "default", name: str = "online-boutique", *,
         for workload, (weight, cpu, mem, deps) in PAPER_WORKLOADS.items()
     )
     return AppGroupSpec(namespace=namespace, name=name, workloads=workloads)
+
+
+def offdiag_extrema(*matrices: np.ndarray) -> tuple[float, ...]:
+    """(min, max) of each matrix over its known off-diagonal pairs (NaN when none), in matrix order:
+    the normalization bounds a derived topology carries, for topologies built by hand."""
+    bounds: list[float] = []
+    for matrix in matrices:
+        values = matrix[~np.eye(matrix.shape[0], dtype=bool)]
+        values = values[~np.isnan(values)]
+        bounds += [float(values.min()), float(values.max())] if values.size else [float("nan")] * 2
+    return tuple(bounds)
+
+
+def random_metrics(
+    rng: np.random.Generator, n: int, *, latency: tuple[float, float], bandwidth: tuple[float, float],
+    loss: tuple[float, float], missing: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Uniform latency/bandwidth/loss matrices, each with about ``missing`` of its pairs unmeasured (NaN),
+    and zero self-latency."""
+    lat, bw, lr = (rng.uniform(low, high, (n, n)) for low, high in (latency, bandwidth, loss))
+    for arr in (lat, bw, lr):
+        arr[rng.random((n, n)) < missing] = np.nan
+    np.fill_diagonal(lat, 0.0)
+    return lat, bw, lr
