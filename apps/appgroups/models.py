@@ -74,6 +74,9 @@ class AppGroup(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    # What the sync and the database write; the admin and the API show them but never take them.
+    BOOKKEEPING_FIELDS = ("resource_version", "spec_hash", "last_synced_at", "sync_error", "created_at", "updated_at")
+
     class Meta:
         ordering = ("namespace", "name")
         constraints = [

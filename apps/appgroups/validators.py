@@ -77,14 +77,7 @@ def label_key_error(key: object) -> str | None:
             return prefix_error
     if not name:
         return f"label key {short(key)} has an empty name part"
-    if len(name) > 63:
-        return f"label key {short(key)}: name part is longer than 63 characters"
-    if not _NAME_PART_RE.match(name):
-        return (
-            f"label key {short(key)}: name part must consist of alphanumerics, '-', '_' or '.', "
-            "and start and end with an alphanumeric"
-        )
-    return None
+    return _name_part_error(name, f"label key {short(key)}: name part")
 
 
 def label_value_error(value: object) -> str | None:
@@ -92,13 +85,15 @@ def label_value_error(value: object) -> str | None:
         return f"label value {short(value)} must be a string"
     if value == "":
         return None
+    return _name_part_error(value, f"label value {short(value)}")
+
+
+def _name_part_error(value: str, what: str) -> str | None:
+    """The rule a label value and a label key's name part share (Kubernetes' qualified name)."""
     if len(value) > 63:
-        return f"label value {short(value)} is longer than 63 characters"
+        return f"{what} is longer than 63 characters"
     if not _NAME_PART_RE.match(value):
-        return (
-            f"label value {short(value)} must consist of alphanumerics, '-', '_' or '.', "
-            "and start and end with an alphanumeric"
-        )
+        return f"{what} must consist of alphanumerics, '-', '_' or '.', and start and end with an alphanumeric"
     return None
 
 

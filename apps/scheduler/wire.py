@@ -12,15 +12,17 @@ Framework-free on purpose: the parsers take bytes and return frozen dataclasses,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from apps import quantity
 from apps.scheduler.cache import NodeRecord, PodRecord
 from apps.scheduler.scoring.state import NodeResources, PodInfo
+
+_T = TypeVar("_T")
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
@@ -119,27 +121,26 @@ def load_json(body: bytes) -> Any:
 # --- Kubernetes resource quantities (apps.quantity: one parser for the whole project) -------------
 
 
-def parse_quantity(value: Any, where: str) -> float:
-    """A resource.Quantity (``"500m"``, ``"16Gi"``, ``"1e3"``, or a bare number) as a float."""
+def _quantity(parse: Callable[[Any], _T], value: Any, where: str) -> _T:
+    """Apply one of apps.quantity's parsers, its error named by the field's path."""
     try:
-        return float(quantity.parse_quantity(value))
+        return parse(value)
     except quantity.QuantityError as exc:
         raise WireError(f"{where}: {exc}") from exc
+
+
+def parse_quantity(value: Any, where: str) -> float:
+    """A resource.Quantity (``"500m"``, ``"16Gi"``, ``"1e3"``, or a bare number) as a float."""
+    return float(_quantity(quantity.parse_quantity, value, where))
 
 
 def _cpu_millicores(value: Any, where: str) -> int:
     """Millicores rounded up, as kube-scheduler's MilliValue() does."""
-    try:
-        return quantity.cpu_millicores(value)
-    except quantity.QuantityError as exc:
-        raise WireError(f"{where}: {exc}") from exc
+    return _quantity(quantity.cpu_millicores, value, where)
 
 
 def _bytes(value: Any, where: str) -> int:
-    try:
-        return quantity.memory_bytes(value)
-    except quantity.QuantityError as exc:
-        raise WireError(f"{where}: {exc}") from exc
+    return _quantity(quantity.memory_bytes, value, where)
 
 
 # --- objects ---------------------------------------------------------------------------------
