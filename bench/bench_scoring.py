@@ -39,8 +39,9 @@ from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import WorkloadRef, topology_positions
 from apps.scheduler.scoring.network_score import naive_network_score, network_scores
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo, evolve
+from apps.topology.scenario_topology import metric_extrema
 from apps.topology.topomath import Topology
-from tests.support.scoring_fixtures import offdiag_extrema, paper_appgroup, pod_labels
+from tests.support.scoring_fixtures import paper_appgroup, pod_labels
 
 ZONE_SIZE = 50
 REGIONS = 4
@@ -74,7 +75,7 @@ def synthetic_topology(n: int, seed: int = 1) -> Topology:
     region_costs = {(f"r{a}", f"r{b}"): 20.0 for a in range(REGIONS) for b in range(REGIONS) if a != b}
     no = np.zeros((n, n), dtype=bool)
     return Topology(tuple(f"node-{i}" for i in range(n)), zone_names, region_names, lat, bw, loss, no, no.copy(),
-                    *offdiag_extrema(lat, bw, loss), zone_costs=zone_costs, region_costs=region_costs)
+                    *metric_extrema(lat, bw, loss), zone_costs=zone_costs, region_costs=region_costs)
 
 
 def build_state(n: int) -> ClusterState:

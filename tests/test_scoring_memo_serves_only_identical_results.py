@@ -19,8 +19,9 @@ import pytest
 
 from apps.scheduler.scoring import engine, plans
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo, evolve
+from apps.topology.scenario_topology import metric_extrema
 from apps.topology.topomath import Topology
-from tests.support.scoring_fixtures import offdiag_extrema, paper_appgroup, pod_labels
+from tests.support.scoring_fixtures import paper_appgroup, pod_labels
 
 N = 60
 GHOSTS = ("ghost-a", "ghost-b")  # candidates neither the topology nor the cluster knows
@@ -49,7 +50,7 @@ def _topology(seed: int = 3) -> Topology:
                   if a != b and a % 2 == b % 2}
     no = np.zeros((N, N), dtype=bool)
     return Topology(tuple(f"n{i}" for i in range(N)), zones, regions, lat, bw, loss, no, no.copy(),
-                    *offdiag_extrema(lat, bw, loss), zone_costs=zone_costs,
+                    *metric_extrema(lat, bw, loss), zone_costs=zone_costs,
                     region_costs={("r0", "r1"): 20.0, ("r1", "r0"): 20.0})
 
 

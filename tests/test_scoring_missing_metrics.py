@@ -12,8 +12,9 @@ from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import NEUTRAL_SCORE, WorkloadRef, topology_positions
 from apps.scheduler.scoring.network_score import compute_score, naive_network_score, network_scores
 from apps.scheduler.scoring.state import ClusterState, PodInfo
+from apps.topology.scenario_topology import metric_extrema
 from apps.topology.topomath import Topology
-from tests.support.scoring_fixtures import offdiag_extrema, random_metrics
+from tests.support.scoring_fixtures import random_metrics
 
 NAN = float("nan")
 
@@ -22,7 +23,7 @@ def _topology(lat, bw, loss, *, extrema=True) -> Topology:
     lat, bw, loss = (np.array(a, dtype=float) for a in (lat, bw, loss))
     n = lat.shape[0]
     names = tuple(f"m{i}" for i in range(n))
-    bounds = offdiag_extrema(lat, bw, loss) if extrema else (NAN,) * 6
+    bounds = metric_extrema(lat, bw, loss) if extrema else (NAN,) * 6
     no = np.zeros((n, n), dtype=bool)
     return Topology(names, ("z",) * n, ("r",) * n, lat, bw, loss, no, no.copy(), *bounds)
 

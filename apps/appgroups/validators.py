@@ -100,7 +100,7 @@ def _name_part_error(value: str, what: str) -> str | None:
 _IN_RE = re.compile(r"^\s*(\S+?)\s+(in|notin)\s*\((.*)\)\s*$")
 
 
-def _split_requirements(text: str) -> list[str]:
+def split_requirements(text: str) -> list[str]:
     """Split on commas that are not inside parentheses ("a in (x,y),b=c" -> two requirements)."""
     parts: list[str] = []
     depth = 0
@@ -125,7 +125,7 @@ def parse_selector_string(text: str) -> dict[str, Any]:
     expressions: list[dict[str, Any]] = []
     if not text.strip():
         raise SelectorError("", "selector must not be empty")
-    for index, requirement in enumerate(_split_requirements(text)):
+    for index, requirement in enumerate(split_requirements(text)):
         where = f"requirement {index + 1} ({short(requirement)})"
         if not requirement:
             raise SelectorError("", f"{where} is empty")
@@ -147,6 +147,11 @@ def parse_selector_string(text: str) -> dict[str, Any]:
             expressions.append({"key": requirement[1:].strip(), "operator": "DoesNotExist", "values": []})
         else:
             expressions.append({"key": requirement, "operator": "Exists", "values": []})
+    return _selector(match_labels, expressions)
+
+
+def _selector(match_labels: dict[str, str], expressions: list[dict[str, Any]]) -> dict[str, Any]:
+    """{matchLabels?, matchExpressions?}, an empty part left out."""
     selector: dict[str, Any] = {}
     if match_labels:
         selector["matchLabels"] = match_labels
@@ -216,9 +221,4 @@ def normalize_selector(value: object) -> dict[str, Any]:
         )
     if not normalized_labels and not normalized_expressions:
         raise SelectorError("", "selector must not be empty (it would select every pod)")
-    result: dict[str, Any] = {}
-    if normalized_labels:
-        result["matchLabels"] = normalized_labels
-    if normalized_expressions:
-        result["matchExpressions"] = normalized_expressions
-    return result
+    return _selector(normalized_labels, normalized_expressions)

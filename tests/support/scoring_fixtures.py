@@ -75,17 +75,6 @@ def paper_appgroup(namespace: str = "default", name: str = "online-boutique", *,
     return AppGroupSpec(namespace=namespace, name=name, workloads=workloads)
 
 
-def offdiag_extrema(*matrices: np.ndarray) -> tuple[float, ...]:
-    """(min, max) of each matrix over its known off-diagonal pairs (NaN when none), in matrix order:
-    the normalization bounds a derived topology carries, for topologies built by hand."""
-    bounds: list[float] = []
-    for matrix in matrices:
-        values = matrix[~np.eye(matrix.shape[0], dtype=bool)]
-        values = values[~np.isnan(values)]
-        bounds += [float(values.min()), float(values.max())] if values.size else [float("nan")] * 2
-    return tuple(bounds)
-
-
 def random_metrics(
     rng: np.random.Generator, n: int, *, latency: tuple[float, float], bandwidth: tuple[float, float],
     loss: tuple[float, float], missing: float,
