@@ -40,7 +40,7 @@ from apps.scheduler.scoring.common import WorkloadRef, topology_positions
 from apps.scheduler.scoring.network_score import naive_network_score, network_scores
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo, evolve
 from apps.topology.topomath import Topology
-from tests.support.scoring_fixtures import paper_appgroup, pod_labels
+from tests.support.scoring_fixtures import paper_appgroup, pod_labels, zoned_topology
 
 ZONE_SIZE = 50
 REGIONS = 4
@@ -51,7 +51,6 @@ def synthetic_topology(n: int, seed: int = 1) -> Topology:
     rng = np.random.default_rng(seed)
     zone = np.arange(n) // ZONE_SIZE
     nz = int(zone.max()) + 1
-    region = zone % REGIONS
     zl = rng.uniform(0.5, 15.0, (nz, nz))
     zl = (zl + zl.T) / 2
     np.fill_diagonal(zl, 0.4)
@@ -67,19 +66,7 @@ def synthetic_topology(n: int, seed: int = 1) -> Topology:
     for arr in (lat, bw, loss):
         arr[unknown] = np.nan
     np.fill_diagonal(lat, 0.0)
-    off = ~np.eye(n, dtype=bool)
-
-    def ext(a: np.ndarray) -> tuple[float, float]:
-        return float(np.nanmin(a[off])), float(np.nanmax(a[off]))
-
-    zone_names = tuple(f"z{z}" for z in zone)
-    region_names = tuple(f"r{r}" for r in region)
-    zone_costs = {(f"z{a}", f"z{b}"): float(round(zl[a, b])) for a in range(nz) for b in range(nz)
-                  if a != b and a % REGIONS == b % REGIONS}
-    region_costs = {(f"r{a}", f"r{b}"): 20.0 for a in range(REGIONS) for b in range(REGIONS) if a != b}
-    no = np.zeros((n, n), dtype=bool)
-    return Topology(tuple(f"node-{i}" for i in range(n)), zone_names, region_names, lat, bw, loss, no, no.copy(),
-                    *ext(lat), *ext(bw), *ext(loss), zone_costs=zone_costs, region_costs=region_costs)
+    return zoned_topology(lat, bw, loss, zone=zone, regions=REGIONS, zone_latency=zl, node_prefix="node-")
 
 
 def build_state(n: int) -> ClusterState:

@@ -8,13 +8,16 @@ falling back to a development default.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 
 PRODUCTION = os.environ.get("NETAWARE_ENV", "development").strip().lower() == "production"
 
 _UNSET = object()
+_N = TypeVar("_N", int, float)
 
 
 def env(name: str, default: object = _UNSET, *, required_in_production: bool = False) -> str:
@@ -50,20 +53,20 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use true/false)")
 
 
-def env_float(name: str, default: float) -> float:
+def _env_number(name: str, default: _N, parse: Callable[[str], _N], what: str) -> _N:
     raw = env(name, str(default))
     try:
-        return float(raw)
+        return parse(raw)
     except ValueError as exc:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from exc
+        raise ImproperlyConfigured(f"{name}={raw!r} is not {what}") from exc
+
+
+def env_float(name: str, default: float) -> float:
+    return _env_number(name, default, float, "a number")
 
 
 def env_int(name: str, default: int) -> int:
-    raw = env(name, str(default))
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from exc
+    return _env_number(name, default, int, "an integer")
 
 
 def env_list(name: str, default: str = "") -> list[str]:

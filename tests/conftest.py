@@ -106,6 +106,15 @@ def prometheus_factory():
 
 
 @pytest.fixture
+def agents():
+    """Probe agents a test starts (``agents.append(start_agent(...))``), stopped when it ends."""
+    started = []
+    yield started
+    for agent in started:
+        agent.stop()
+
+
+@pytest.fixture
 def celery_worker_thread(transactional_db, settings):
     """A real Celery worker (thread) consuming from the Redis broker of the test settings."""
     from celery.contrib.testing.worker import start_worker

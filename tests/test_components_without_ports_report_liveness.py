@@ -84,39 +84,32 @@ def assert_beats_again_then_dies(proc: subprocess.Popen, name: str, heartbeats: 
     assert probe(name, heartbeats, 2).returncode == 1  # stopped: the probe now fails
 
 
-@pytest.mark.django_db(transaction=True)
-def test_celery_beat_beats_while_it_schedules(tmp_path):
-    proc = start([sys.executable, "-m", "celery", "-A", "netaware_site", "beat", "--loglevel", "WARNING",
-                  "--scheduler", "netaware_site.beat:HeartbeatScheduler", "--pidfile=",
-                  "--max-interval", "1"], tmp_path)
+def assert_loop_beats(args: list[str], name: str, heartbeats: Path, period: float, **extra: str) -> None:
+    """Start the loop, see it alive and beating, stop it and see the probe fail."""
+    proc = start(args, heartbeats, **extra)
     try:
-        wait_alive(proc, "beat", tmp_path)
-        assert_beats_again_then_dies(proc, "beat", tmp_path, period=1)
+        wait_alive(proc, name, heartbeats)
+        assert_beats_again_then_dies(proc, name, heartbeats, period=period)
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_celery_beat_beats_while_it_schedules(tmp_path):
+    assert_loop_beats([sys.executable, "-m", "celery", "-A", "netaware_site", "beat", "--loglevel", "WARNING",
+                       "--scheduler", "netaware_site.beat:HeartbeatScheduler", "--pidfile=",
+                       "--max-interval", "1"], "beat", tmp_path, period=1)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_cluster_watcher_beats_per_watch_round(tmp_path, fake_kube):
     fake_kube.add_node("n1", zone="A", region="r1")
-    proc = start([sys.executable, "manage.py", "watch_cluster", "--watch-timeout", "1"], tmp_path,
-                 KUBE_API_URL=fake_kube.url)
-    try:
-        wait_alive(proc, "watch_cluster", tmp_path)
-        assert_beats_again_then_dies(proc, "watch_cluster", tmp_path, period=1)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    assert_loop_beats([sys.executable, "manage.py", "watch_cluster", "--watch-timeout", "1"], "watch_cluster",
+                      tmp_path, period=1, KUBE_API_URL=fake_kube.url)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_appgroup_sync_beats_per_pass(tmp_path, fake_kube):
-    proc = start([sys.executable, "manage.py", "sync_appgroups", "--watch", "--resync", "1", "--watch-timeout", "1"],
-                 tmp_path, KUBE_API_URL=fake_kube.url)
-    try:
-        wait_alive(proc, "sync_appgroups", tmp_path)
-        assert_beats_again_then_dies(proc, "sync_appgroups", tmp_path, period=2)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    assert_loop_beats([sys.executable, "manage.py", "sync_appgroups", "--watch", "--resync", "1", "--watch-timeout",
+                       "1"], "sync_appgroups", tmp_path, period=2, KUBE_API_URL=fake_kube.url)

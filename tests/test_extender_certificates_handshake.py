@@ -7,7 +7,6 @@ scheduler side refuses a server whose certificate does not name the extender Ser
 
 from __future__ import annotations
 
-import shutil
 import socket
 import ssl
 import subprocess
@@ -16,22 +15,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SERVICE = "netaware-extender.netaware-system.svc"
+from tests.support.certs import SERVICE, make_certs
 
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    assert shutil.which("openssl"), "openssl is needed to make the certificates"
-    out = tmp_path_factory.mktemp("certs")
-    subprocess.run(["bash", str(ROOT / "k8s" / "scheduler" / "make-certs.sh"), str(out), "netaware-system"],
-                   check=True, capture_output=True, text=True, timeout=120)
     # A stranger: self-signed, clientAuth, same CN as the scheduler.
-    subprocess.run(["openssl", "req", "-x509", "-new", "-nodes", "-newkey", "rsa:2048", "-days", "1",
-                    "-subj", "/CN=netaware-scheduler", "-keyout", str(out / "stranger.key"),
-                    "-out", str(out / "stranger.crt"), "-addext", "extendedKeyUsage=clientAuth"],
-                   check=True, capture_output=True, timeout=120)
-    return out
+    return make_certs(tmp_path_factory.mktemp("certs"), strangers={"stranger": "netaware-scheduler"})
 
 
 class MTLSServer:

@@ -7,21 +7,18 @@ code runs."""
 from __future__ import annotations
 
 import http.client
-import shutil
 import socket
 import ssl
-import subprocess
 from pathlib import Path
 
 import orjson
 import pytest
 
+from tests.support.certs import SERVICE, make_certs
 from tests.support.extender_server import extender_server
 from tests.support.extender_wire import k8s_pod, load_testbed
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parent.parent
-SERVICE = "netaware-extender.netaware-system.svc"
 
 
 class _Connection(http.client.HTTPSConnection):
@@ -46,15 +43,8 @@ def call(port: int, ca: Path, cert: tuple[Path, Path] | None) -> tuple[int, dict
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    assert shutil.which("openssl"), "openssl makes the certificates (Debian's openssl package)"
-    out = tmp_path_factory.mktemp("certs")
-    subprocess.run(["bash", str(ROOT / "k8s" / "scheduler" / "make-certs.sh"), str(out), "netaware-system"],
-                   check=True, capture_output=True, text=True, timeout=120)
-    for name in ("stranger", "other-ca"):  # a self-signed client, and a CA of its own for another client
-        subprocess.run(["openssl", "req", "-x509", "-new", "-nodes", "-newkey", "rsa:2048", "-days", "1",
-                        "-subj", f"/CN={name}", "-keyout", str(out / f"{name}.key"), "-out", str(out / f"{name}.crt"),
-                        "-addext", "extendedKeyUsage=clientAuth"], check=True, capture_output=True, timeout=120)
-    return out
+    # A self-signed client, and a CA of its own for another client.
+    return make_certs(tmp_path_factory.mktemp("certs"), strangers={"stranger": "stranger", "other-ca": "other-ca"})
 
 
 def test_only_the_schedulers_certificate_gets_an_answer(certs, transactional_db, fake_kube):

@@ -56,125 +56,89 @@ EXTRA_DOCUMENTS = [ROOT / "scenarios" / name for name in (
 QUANTITY = {
     "anyOf": [{"type": "integer"}, {"type": "string", "pattern": resources.quantity.QUANTITY_PATTERN}]
 }
-DIKTYO_WORKLOAD_INFO = {
-    "type": "object",
-    "required": ["kind", "name", "selector"],
-    "additionalProperties": False,
-    "properties": {k: {"type": "string"} for k in ("kind", "name", "selector", "apiVersion", "namespace")},
-}
+STRING = {"type": "string"}
+
+
+def closed(required: list[str], **properties: dict) -> dict:
+    """An object the Go types decode strictly: unknown fields are an error."""
+    return {"type": "object", "required": required, "additionalProperties": False, "properties": properties}
+
+
+def array_of(items: dict) -> dict:
+    return {"type": "array", "items": items}
+
+
+DIKTYO_WORKLOAD_INFO = closed(
+    ["kind", "name", "selector"], **{k: STRING for k in ("kind", "name", "selector", "apiVersion", "namespace")}
+)
 # The scheduler-plugins (diktyo) shapes, written from their Go types (appgroup-api, networktopology-api).
 DIKTYO_SCHEMAS = {
     (resources.DIKTYO_APPGROUP_API_VERSION, "AppGroup"): {
         "type": "object",
         "required": ["spec"],
         "properties": {
-            "spec": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["numMembers", "topologySortingAlgorithm", "workloads"],
-                "properties": {
-                    "numMembers": {"type": "integer", "minimum": 1},
-                    "topologySortingAlgorithm": {"type": "string"},
-                    "workloads": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "required": ["workload"],
-                            "additionalProperties": False,
-                            "properties": {
-                                "workload": DIKTYO_WORKLOAD_INFO,
-                                "dependencies": {
-                                    "type": "array",
-                                    "items": {
-                                        "type": "object",
-                                        "required": ["workload"],
-                                        "additionalProperties": False,
-                                        "properties": {
-                                            "workload": DIKTYO_WORKLOAD_INFO,
-                                            "minBandwidth": QUANTITY,
-                                            "maxNetworkCost": {
-                                                "type": "integer",
-                                                "minimum": 0,
-                                                "maximum": 10000,
-                                            },
-                                        },
-                                    },
-                                },
-                            },
-                        },
-                    },
-                },
-            }
+            "spec": closed(
+                ["numMembers", "topologySortingAlgorithm", "workloads"],
+                numMembers={"type": "integer", "minimum": 1},
+                topologySortingAlgorithm=STRING,
+                workloads=array_of(
+                    closed(
+                        ["workload"],
+                        workload=DIKTYO_WORKLOAD_INFO,
+                        dependencies=array_of(
+                            closed(
+                                ["workload"],
+                                workload=DIKTYO_WORKLOAD_INFO,
+                                minBandwidth=QUANTITY,
+                                maxNetworkCost={"type": "integer", "minimum": 0, "maximum": 10000},
+                            )
+                        ),
+                    )
+                ),
+            )
         },
     },
     (topology_resources.DIKTYO_API_VERSION, "NetworkTopology"): {
         "type": "object",
         "required": ["spec"],
         "properties": {
-            "spec": {
-                "type": "object",
-                "required": ["weights", "configmapName"],
-                "additionalProperties": False,
-                "properties": {
-                    "configmapName": {"type": "string"},
-                    "weights": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "required": ["name", "topologyList"],
-                            "additionalProperties": False,
-                            "properties": {
-                                "name": {"type": "string"},
-                                "topologyList": {
-                                    "type": "array",
-                                    "items": {
-                                        "type": "object",
-                                        "required": ["topologyKey", "originList"],
-                                        "additionalProperties": False,
-                                        "properties": {
-                                            "topologyKey": {"type": "string"},
-                                            "originList": {
-                                                "type": "array",
-                                                "items": {
-                                                    "type": "object",
-                                                    "required": ["origin"],
-                                                    "additionalProperties": False,
-                                                    "properties": {
-                                                        "origin": {"type": "string"},
-                                                        "costList": {
-                                                            "type": "array",
-                                                            "items": {
-                                                                "type": "object",
-                                                                "required": ["destination", "networkCost"],
-                                                                "additionalProperties": False,
-                                                                "properties": {
-                                                                    "destination": {"type": "string"},
-                                                                    "networkCost": {
-                                                                        "type": "integer",
-                                                                        "minimum": 0,
-                                                                    },
-                                                                    "bandwidthCapacity": QUANTITY,
-                                                                    "bandwidthAllocated": QUANTITY,
-                                                                    "isAllowed": {"type": "boolean"},
-                                                                },
-                                                            },
-                                                        },
-                                                    },
-                                                },
-                                            },
-                                        },
-                                    },
-                                },
-                            },
-                        },
-                    },
-                },
-            },
+            "spec": closed(
+                ["weights", "configmapName"],
+                configmapName=STRING,
+                weights=array_of(
+                    closed(
+                        ["name", "topologyList"],
+                        name=STRING,
+                        topologyList=array_of(
+                            closed(
+                                ["topologyKey", "originList"],
+                                topologyKey=STRING,
+                                originList=array_of(
+                                    closed(
+                                        ["origin"],
+                                        origin=STRING,
+                                        costList=array_of(
+                                            closed(
+                                                ["destination", "networkCost"],
+                                                destination=STRING,
+                                                networkCost={"type": "integer", "minimum": 0},
+                                                bandwidthCapacity=QUANTITY,
+                                                bandwidthAllocated=QUANTITY,
+                                                isAllowed={"type": "boolean"},
+                                            )
+                                        ),
+                                    )
+                                ),
+                            )
+                        ),
+                    )
+                ),
+            ),
             "status": {
                 "type": "object",
                 "properties": {
                     "nodeCount": {"type": "integer", "minimum": 0},
-                    "weightCalculationTime": {"type": "string"},
+                    "weightCalculationTime": STRING,
                 },
             },
         },

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from apps.topology import publish, resources, services, tasks
-from apps.topology.topomath import Topology
+from apps.topology.scenario_topology import metric_extrema
+from apps.topology.topomath import EXTREMA_FIELDS, Topology
 
 G, V, P = "netaware.io", "v1alpha1", "networktopologies"
 LIMIT = 1536 * 1024
@@ -40,12 +41,7 @@ def _topology(n: int, *, zones: int = 10, seed: int = 7, version: int = 1) -> To
         loss_pct=loss,
         inferred=np.zeros((n, n), dtype=bool),
         stale=np.zeros((n, n), dtype=bool),
-        min_latency=float(np.nanmin(latency[~np.eye(n, dtype=bool)])),
-        max_latency=float(np.nanmax(latency)),
-        min_bandwidth=float(np.nanmin(bandwidth)),
-        max_bandwidth=float(np.nanmax(bandwidth)),
-        min_lossrate=float(np.nanmin(loss)),
-        max_lossrate=float(np.nanmax(loss)),
+        **dict(zip(EXTREMA_FIELDS, metric_extrema(latency, bandwidth, loss), strict=True)),
         zone_costs=zone_costs,
         region_costs={("region-0", "region-1"): 20.0, ("region-1", "region-0"): 20.0},
         version=version,

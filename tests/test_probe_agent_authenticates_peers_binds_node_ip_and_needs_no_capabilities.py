@@ -22,14 +22,6 @@ UNPRIVILEGED = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "
                 "--bounding-set=-all", "--no-new-privs"]
 
 
-@pytest.fixture
-def agents():
-    started = []
-    yield started
-    for agent in started:
-        agent.stop()
-
-
 def test_lease_requests_need_a_fresh_valid_signature(agents) -> None:
     port = free_port()
     agent = start_agent("ha-l", f"http://127.0.0.1:{port}", [

@@ -14,14 +14,6 @@ def ports(n: int) -> list[tuple[int, int]]:
     return [(free_port(), free_port()) for _ in range(n)]
 
 
-@pytest.fixture
-def agents():
-    started = []
-    yield started
-    for agent in started:
-        agent.stop()
-
-
 @pytest.mark.slow
 def test_three_agents_measure_rtt_loss_and_bandwidth(agents) -> None:
     names = ["pa-a", "pa-b", "pa-c"]

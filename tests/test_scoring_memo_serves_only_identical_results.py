@@ -20,7 +20,7 @@ import pytest
 from apps.scheduler.scoring import engine, plans
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo, evolve
 from apps.topology.topomath import Topology
-from tests.support.scoring_fixtures import paper_appgroup, pod_labels
+from tests.support.scoring_fixtures import paper_appgroup, pod_labels, zoned_topology
 
 N = 60
 GHOSTS = ("ghost-a", "ghost-b")  # candidates neither the topology nor the cluster knows
@@ -30,7 +30,6 @@ UNMEASURED = "outside-1"  # in the cluster (resources) but not in the topology
 def _topology(seed: int = 3) -> Topology:
     rng = np.random.default_rng(seed)
     zone = np.arange(N) // 10
-    region = zone % 2
     zl = rng.uniform(0.5, 12.0, (6, 6))
     zl = (zl + zl.T) / 2
     np.fill_diagonal(zl, 0.3)
@@ -43,19 +42,7 @@ def _topology(seed: int = 3) -> Topology:
     for arr in (lat, bw, loss):
         arr[gone] = np.nan
     np.fill_diagonal(lat, 0.0)
-    off = ~np.eye(N, dtype=bool)
-
-    def ext(a: np.ndarray) -> tuple[float, float]:
-        return float(np.nanmin(a[off])), float(np.nanmax(a[off]))
-
-    zones = tuple(f"z{z}" for z in zone)
-    regions = tuple(f"r{r}" for r in region)
-    zone_costs = {(f"z{a}", f"z{b}"): float(round(zl[a, b])) for a in range(6) for b in range(6)
-                  if a != b and a % 2 == b % 2}
-    no = np.zeros((N, N), dtype=bool)
-    return Topology(tuple(f"n{i}" for i in range(N)), zones, regions, lat, bw, loss, no, no.copy(),
-                    *ext(lat), *ext(bw), *ext(loss), zone_costs=zone_costs,
-                    region_costs={("r0", "r1"): 20.0, ("r1", "r0"): 20.0})
+    return zoned_topology(lat, bw, loss, zone=zone, regions=2, zone_latency=zl, node_prefix="n")
 
 
 def _placements(rng: random.Random, names: list[str], pods: int) -> dict[tuple[str, str, str], tuple[str, ...]]:

@@ -12,7 +12,9 @@ from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import NEUTRAL_SCORE, WorkloadRef, topology_positions
 from apps.scheduler.scoring.network_score import compute_score, naive_network_score, network_scores
 from apps.scheduler.scoring.state import ClusterState, PodInfo
+from apps.topology.scenario_topology import metric_extrema
 from apps.topology.topomath import Topology
+from tests.support.scoring_fixtures import random_metrics
 
 NAN = float("nan")
 
@@ -21,16 +23,9 @@ def _topology(lat, bw, loss, *, extrema=True) -> Topology:
     lat, bw, loss = (np.array(a, dtype=float) for a in (lat, bw, loss))
     n = lat.shape[0]
     names = tuple(f"m{i}" for i in range(n))
-    off = ~np.eye(n, dtype=bool)
-
-    def ext(a):
-        v = a[off]
-        v = v[np.isfinite(v)]
-        return (float(v.min()), float(v.max())) if v.size else (NAN, NAN)
-
-    (l0, l1), (b0, b1), (r0, r1) = (ext(lat), ext(bw), ext(loss)) if extrema else ((NAN, NAN),) * 3
+    bounds = metric_extrema(lat, bw, loss) if extrema else (NAN,) * 6
     no = np.zeros((n, n), dtype=bool)
-    return Topology(names, ("z",) * n, ("r",) * n, lat, bw, loss, no, no.copy(), l0, l1, b0, b1, r0, r1)
+    return Topology(names, ("z",) * n, ("r",) * n, lat, bw, loss, no, no.copy(), *bounds)
 
 
 def test_min_equal_max_metric_contributes_its_full_weight():
@@ -97,13 +92,7 @@ def test_unknown_nodes_are_neutral_and_noted_never_an_error():
 @pytest.mark.parametrize("subset", [False, True])
 def test_vectorized_missing_metric_path_equals_naive(subset):
     rng = np.random.default_rng(3)
-    n = 40
-    lat = rng.uniform(0.2, 20, (n, n))
-    bw = rng.uniform(5, 1000, (n, n))
-    loss = rng.uniform(0, 5, (n, n))
-    for arr in (lat, bw, loss):
-        arr[rng.random((n, n)) < 0.15] = np.nan
-    np.fill_diagonal(lat, 0)
+    lat, bw, loss = random_metrics(rng, 40, latency=(0.2, 20), bandwidth=(5, 1000), loss=(0, 5), missing=0.15)
     topo = _topology(lat, bw, loss)
     names = list(topo.nodes)
     group = AppGroupSpec("ns", "g", (

@@ -117,18 +117,14 @@ def _upstream_loop(state, ref, node):
             if not pz and not pr:
                 cost += 100
                 violated += 1
-            elif region == pr:
-                if zone == pz:
-                    cost += 1
-                    satisfied += 1
-                else:
-                    value = state.topology.zone_costs.get((zone, pz))
-                    cost += 100 if value is None else value
-                    if value is not None:
-                        satisfied += value <= dep.max_network_cost
-                        violated += value > dep.max_network_cost
+            elif region == pr and zone == pz:
+                cost += 1
+                satisfied += 1
             else:
-                value = state.topology.region_costs.get((region, pr))
+                if region == pr:
+                    value = state.topology.zone_costs.get((zone, pz))
+                else:
+                    value = state.topology.region_costs.get((region, pr))
                 cost += 100 if value is None else value
                 if value is not None:
                     satisfied += value <= dep.max_network_cost

@@ -15,19 +15,15 @@ from apps.scheduler.scoring.common import WorkloadRef, topology_positions
 from apps.scheduler.scoring.indexes import TopologyVectors
 from apps.scheduler.scoring.state import ClusterState
 from apps.topology.topomath import Topology
-from tests.support.scoring_fixtures import paper_appgroup
+from tests.support.scoring_fixtures import paper_appgroup, random_metrics
 
 N = 240
 
 
 def _topology(seed: int) -> Topology:
     rng = np.random.default_rng(seed)
-    lat = rng.uniform(0.2, 40.0, (N, N))
-    bw = rng.uniform(10.0, 10000.0, (N, N))
-    loss = rng.uniform(0.0, 5.0, (N, N))
-    for arr in (lat, bw, loss):
-        arr[rng.random((N, N)) < 0.05] = np.nan
-    np.fill_diagonal(lat, 0.0)
+    lat, bw, loss = random_metrics(rng, N, latency=(0.2, 40.0), bandwidth=(10.0, 10000.0), loss=(0.0, 5.0),
+                                   missing=0.05)
     no = np.zeros((N, N), dtype=bool)
     zones = tuple(f"z{i // 40}" for i in range(N))
     return Topology(tuple(f"n{i}" for i in range(N)), zones, tuple("r" for _ in range(N)), lat, bw, loss, no,

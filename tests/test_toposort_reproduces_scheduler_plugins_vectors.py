@@ -24,18 +24,18 @@ def is_topological(order, edges):
 
 
 def test_kahn_sort_vector():
-    result = toposort.kahn_sort(BOUTIQUE)
+    result = toposort.topological_order(BOUTIQUE, "KahnSort")
     assert list(result.order) == ["P1", "P10", "P9", "P8", "P7", "P6", "P5", "P4", "P3", "P2", "P11"]
     assert not result.cyclic
 
 
 def test_alternate_kahn_vector():
-    result = toposort.alternate_kahn(BOUTIQUE)
+    result = toposort.topological_order(BOUTIQUE, "AlternateKahn")
     assert list(result.order) == ["P1", "P11", "P10", "P2", "P9", "P3", "P8", "P4", "P7", "P5", "P6"]
 
 
 def test_tarjan_is_depth_first_topological_order():
-    result = toposort.tarjan_sort(BOUTIQUE)
+    result = toposort.topological_order(BOUTIQUE, "TarjanSort")
     assert set(result.order) == NODES and len(result.order) == 11
     assert is_topological(result.order, EDGES)
     # Depth-first from P1 visiting children in declared order: the last finished child comes first.
@@ -81,7 +81,7 @@ def test_every_algorithm_is_deterministic_and_total_on_random_dags():
 
 
 def test_unknown_algorithm_falls_back_to_kahn():
-    assert toposort.topological_order(BOUTIQUE, "Nope").order == toposort.kahn_sort(BOUTIQUE).order
+    assert toposort.topological_order(BOUTIQUE, "Nope").order == toposort.topological_order(BOUTIQUE, "KahnSort").order
 
 
 @pytest.mark.parametrize("algorithm", toposort.ALGORITHMS)
@@ -95,7 +95,7 @@ def test_cycle_does_not_crash_and_is_flagged(algorithm):
 
 def test_kahn_cycle_fallback_appends_remaining_in_declaration_order():
     tree = {"x": ["c"], "c": ["b"], "b": ["c"], "y": []}
-    result = toposort.kahn_sort(tree)
+    result = toposort.topological_order(tree, "KahnSort")
     # x and y are ordered (stack: y popped first), then the cyclic rest as declared: c, b.
     assert list(result.order) == ["y", "x", "c", "b"]
     assert result.cycle_nodes == ("b", "c")
@@ -103,14 +103,14 @@ def test_kahn_cycle_fallback_appends_remaining_in_declaration_order():
 
 def test_tarjan_cycle_fallback_drops_back_edges_only():
     tree = {"a": ["b"], "b": ["c"], "c": ["a", "d"], "d": []}
-    result = toposort.tarjan_sort(tree)
+    result = toposort.topological_order(tree, "TarjanSort")
     # Without the back edge c->a the graph is a chain a->b->c->d.
     assert list(result.order) == ["a", "b", "c", "d"]
     assert result.cyclic
 
 
 def test_index_is_one_based_position():
-    result = toposort.kahn_sort(BOUTIQUE)
+    result = toposort.topological_order(BOUTIQUE, "KahnSort")
     index = result.index()
     assert index["P1"] == 1 and index["P11"] == 11
     assert sorted(index.values()) == list(range(1, 12))

@@ -72,14 +72,7 @@ class AppGroupAdmin(admin.ModelAdmin):
     )
     list_filter = ("namespace", "origin", "topology_sorting_algorithm")
     search_fields = ("name", "namespace", "description")
-    readonly_fields = (
-        "resource_version",
-        "spec_hash",
-        "last_synced_at",
-        "sync_error",
-        "created_at",
-        "updated_at",
-    )
+    readonly_fields = AppGroup.BOOKKEEPING_FIELDS
     inlines = (WorkloadInline, DependencyInline)
 
     # The cluster sync hears of admin edits through the same services as every other path.

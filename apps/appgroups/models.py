@@ -23,6 +23,12 @@ from .choices import Origin, PlacementSource, TopologySortingAlgorithm
 MAX_NETWORK_COST = validators.MAX_NETWORK_COST
 
 
+def valid_choice(field: str, choices: type[models.TextChoices], *, name: str, message: str) -> models.CheckConstraint:
+    """The database's copy of a choice field's rule: only the choices' values are stored."""
+    return models.CheckConstraint(condition=Q(**{f"{field}__in": choices.values}), name=name,
+                                  violation_error_message=message)
+
+
 def validate_namespace(value: str) -> None:
     error = validators.dns1123_label_error(value, "namespace")
     if error:
@@ -74,6 +80,9 @@ class AppGroup(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    # What the sync and the database write; the admin and the API show them but never take them.
+    BOOKKEEPING_FIELDS = ("resource_version", "spec_hash", "last_synced_at", "sync_error", "created_at", "updated_at")
+
     class Meta:
         ordering = ("namespace", "name")
         constraints = [
@@ -82,16 +91,9 @@ class AppGroup(models.Model):
                 name="appgroups_appgroup_unique_namespace_name",
                 violation_error_message="An AppGroup with this namespace and name already exists.",
             ),
-            models.CheckConstraint(
-                condition=Q(topology_sorting_algorithm__in=TopologySortingAlgorithm.values),
-                name="appgroups_appgroup_algorithm_valid",
-                violation_error_message="Unknown topology sorting algorithm.",
-            ),
-            models.CheckConstraint(
-                condition=Q(origin__in=Origin.values),
-                name="appgroups_appgroup_origin_valid",
-                violation_error_message="Unknown origin.",
-            ),
+            valid_choice("topology_sorting_algorithm", TopologySortingAlgorithm, name="appgroups_appgroup_algorithm_valid",
+                         message="Unknown topology sorting algorithm."),
+            valid_choice("origin", Origin, name="appgroups_appgroup_origin_valid", message="Unknown origin."),
         ]
 
     def __str__(self) -> str:
@@ -327,11 +329,8 @@ class Placement(models.Model):
                 name="appgroups_placement_unique_pod",
                 violation_error_message="A placement for this pod already exists.",
             ),
-            models.CheckConstraint(
-                condition=Q(source__in=PlacementSource.values),
-                name="appgroups_placement_source_valid",
-                violation_error_message="Unknown placement source.",
-            ),
+            valid_choice("source", PlacementSource, name="appgroups_placement_source_valid",
+                         message="Unknown placement source."),
         ]
         indexes = [models.Index(fields=("node_name",), name="appgroups_placement_node")]
 

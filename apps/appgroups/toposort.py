@@ -166,30 +166,6 @@ def topological_order(tree: Graph, algorithm: str = DEFAULT_ALGORITHM) -> Topolo
     return TopologicalOrder(order=tuple(order), algorithm=name, cyclic=bool(cycle), cycle_nodes=cycle)
 
 
-def kahn_sort(tree: Graph) -> TopologicalOrder:
-    return topological_order(tree, "KahnSort")
-
-
-def tarjan_sort(tree: Graph) -> TopologicalOrder:
-    return topological_order(tree, "TarjanSort")
-
-
-def reverse_kahn(tree: Graph) -> TopologicalOrder:
-    return topological_order(tree, "ReverseKahn")
-
-
-def reverse_tarjan(tree: Graph) -> TopologicalOrder:
-    return topological_order(tree, "ReverseTarjan")
-
-
-def alternate_kahn(tree: Graph) -> TopologicalOrder:
-    return topological_order(tree, "AlternateKahn")
-
-
-def alternate_tarjan(tree: Graph) -> TopologicalOrder:
-    return topological_order(tree, "AlternateTarjan")
-
-
 def dependency_tree(workloads: Sequence[tuple[str, Sequence[str]]]) -> dict[str, tuple[str, ...]]:
     """The controller's tree (workload -> its dependencies), keeping workloads without edges.
 

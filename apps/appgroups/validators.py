@@ -77,14 +77,7 @@ def label_key_error(key: object) -> str | None:
             return prefix_error
     if not name:
         return f"label key {short(key)} has an empty name part"
-    if len(name) > 63:
-        return f"label key {short(key)}: name part is longer than 63 characters"
-    if not _NAME_PART_RE.match(name):
-        return (
-            f"label key {short(key)}: name part must consist of alphanumerics, '-', '_' or '.', "
-            "and start and end with an alphanumeric"
-        )
-    return None
+    return _name_part_error(name, f"label key {short(key)}: name part")
 
 
 def label_value_error(value: object) -> str | None:
@@ -92,20 +85,22 @@ def label_value_error(value: object) -> str | None:
         return f"label value {short(value)} must be a string"
     if value == "":
         return None
+    return _name_part_error(value, f"label value {short(value)}")
+
+
+def _name_part_error(value: str, what: str) -> str | None:
+    """The rule a label value and a label key's name part share (Kubernetes' qualified name)."""
     if len(value) > 63:
-        return f"label value {short(value)} is longer than 63 characters"
+        return f"{what} is longer than 63 characters"
     if not _NAME_PART_RE.match(value):
-        return (
-            f"label value {short(value)} must consist of alphanumerics, '-', '_' or '.', "
-            "and start and end with an alphanumeric"
-        )
+        return f"{what} must consist of alphanumerics, '-', '_' or '.', and start and end with an alphanumeric"
     return None
 
 
 _IN_RE = re.compile(r"^\s*(\S+?)\s+(in|notin)\s*\((.*)\)\s*$")
 
 
-def _split_requirements(text: str) -> list[str]:
+def split_requirements(text: str) -> list[str]:
     """Split on commas that are not inside parentheses ("a in (x,y),b=c" -> two requirements)."""
     parts: list[str] = []
     depth = 0
@@ -130,7 +125,7 @@ def parse_selector_string(text: str) -> dict[str, Any]:
     expressions: list[dict[str, Any]] = []
     if not text.strip():
         raise SelectorError("", "selector must not be empty")
-    for index, requirement in enumerate(_split_requirements(text)):
+    for index, requirement in enumerate(split_requirements(text)):
         where = f"requirement {index + 1} ({short(requirement)})"
         if not requirement:
             raise SelectorError("", f"{where} is empty")
@@ -152,6 +147,11 @@ def parse_selector_string(text: str) -> dict[str, Any]:
             expressions.append({"key": requirement[1:].strip(), "operator": "DoesNotExist", "values": []})
         else:
             expressions.append({"key": requirement, "operator": "Exists", "values": []})
+    return _selector(match_labels, expressions)
+
+
+def _selector(match_labels: dict[str, str], expressions: list[dict[str, Any]]) -> dict[str, Any]:
+    """{matchLabels?, matchExpressions?}, an empty part left out."""
     selector: dict[str, Any] = {}
     if match_labels:
         selector["matchLabels"] = match_labels
@@ -221,9 +221,4 @@ def normalize_selector(value: object) -> dict[str, Any]:
         )
     if not normalized_labels and not normalized_expressions:
         raise SelectorError("", "selector must not be empty (it would select every pod)")
-    result: dict[str, Any] = {}
-    if normalized_labels:
-        result["matchLabels"] = normalized_labels
-    if normalized_expressions:
-        result["matchExpressions"] = normalized_expressions
-    return result
+    return _selector(normalized_labels, normalized_expressions)

@@ -101,6 +101,7 @@ import orjson
 import yaml
 
 from apps import crdschema
+from apps.appgroups import validators
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (group, version, plural)
@@ -282,20 +283,9 @@ def json_patch(target: Obj, ops: list[Any]) -> Obj:
 
 
 def _split_terms(selector: str) -> list[str]:
-    terms, depth, current = [], 0, ""
-    for char in selector:
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        if char == "," and depth == 0:
-            terms.append(current.strip())
-            current = ""
-        else:
-            current += char
-    if current.strip():
-        terms.append(current.strip())
-    return terms
+    """The selector's requirements as the product splits them, a trailing comma not making an empty term."""
+    terms = validators.split_requirements(selector)
+    return terms[:-1] if terms[-1] == "" else terms
 
 
 _SET_TERM = re.compile(r"^([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)$")
@@ -908,21 +898,13 @@ class FakeKube:
     ) -> Obj:
         if not isinstance(obj, dict):
             raise ApiError(400, "BadRequest", "the body of the request must be a JSON object")
-        api_version = obj.get("apiVersion") or rt.api_version
-        if api_version != rt.api_version:
-            raise ApiError(
-                400,
-                "BadRequest",
-                f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})",
-            )
-        kind = obj.get("kind") or rt.kind
-        if kind != rt.kind:
-            raise ApiError(
-                400,
-                "BadRequest",
-                f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})",
-            )
-        obj["apiVersion"], obj["kind"] = api_version, kind
+        for key, what, expected in (("apiVersion", "API version", rt.api_version), ("kind", "kind", rt.kind)):
+            value = obj.get(key) or expected
+            if value != expected:
+                raise ApiError(
+                    400, "BadRequest", f"the {what} in the data ({value}) does not match the expected {what} ({expected})"
+                )
+            obj[key] = value
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise ApiError(400, "BadRequest", "metadata must be an object")

@@ -13,37 +13,39 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-@admin.register(PairSample)
-class PairSampleAdmin(ReadOnlyAdmin):
-    list_display = ("ts", "series", "source", "target", "value")
+class SeriesAdmin(ReadOnlyAdmin):
+    """A time-series table: filtered by series, browsed by time, never counted in full (millions of rows)."""
+
     list_filter = ("series",)
-    search_fields = ("source", "target")
     date_hierarchy = "ts"
     show_full_result_count = False
+
+
+ROLLUP_COLUMNS = ("count", "minimum", "mean", "maximum")
+
+
+@admin.register(PairSample)
+class PairSampleAdmin(SeriesAdmin):
+    list_display = ("ts", "series", "source", "target", "value")
+    search_fields = ("source", "target")
 
 
 @admin.register(NodeSample)
-class NodeSampleAdmin(ReadOnlyAdmin):
+class NodeSampleAdmin(SeriesAdmin):
     list_display = ("ts", "series", "node", "value")
-    list_filter = ("series",)
     search_fields = ("node",)
-    date_hierarchy = "ts"
-    show_full_result_count = False
 
 
 @admin.register(PairRollup)
-class PairRollupAdmin(ReadOnlyAdmin):
-    list_display = ("bucket", "series", "source", "target", "count", "minimum", "mean", "maximum")
-    list_filter = ("series",)
+class PairRollupAdmin(SeriesAdmin):
+    list_display = ("bucket", "series", "source", "target", *ROLLUP_COLUMNS)
     search_fields = ("source", "target")
     date_hierarchy = "bucket"
-    show_full_result_count = False
 
 
 @admin.register(NodeRollup)
-class NodeRollupAdmin(ReadOnlyAdmin):
-    list_display = ("bucket", "series", "node", "count", "minimum", "mean", "maximum")
-    list_filter = ("series",)
+class NodeRollupAdmin(SeriesAdmin):
+    list_display = ("bucket", "series", "node", *ROLLUP_COLUMNS)
     search_fields = ("node",)
     date_hierarchy = "bucket"
 

@@ -29,11 +29,11 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from prometheus_client import (
     CollectorRegistry,
@@ -70,6 +70,7 @@ from apps.probes.agent_iperf import (
 log = logging.getLogger("netaware.agent")
 
 DEFAULT_PORT = 9105
+_N = TypeVar("_N", int, float)
 # magic, kind (1 request, 2 reply), sequence number, sender's perf_counter_ns at send time; then an
 # 8-byte HMAC tag over these 15 bytes (agent_auth.PacketMac)
 _PACKET = struct.Struct("!2sBIQ")
@@ -196,37 +197,30 @@ class Config:
     bandwidth_peers: int = plan.DEFAULT_BANDWIDTH_PEERS
 
 
-def _env_float(env: Mapping[str, str], key: str, default: float) -> float:
+def _env_value(env: Mapping[str, str], key: str, default: _N, parse: Callable[[str], _N], what: str) -> _N:
+    """``key`` parsed, ``default`` when unset or empty (the agent runs without Django, so not netaware_site.env)."""
     raw = env.get(key)
     if raw is None or raw == "":
         return default
     try:
-        return float(raw)
+        return parse(raw)
     except ValueError:
-        raise ConfigError(f"{key}: {raw!r} is not a number") from None
+        raise ConfigError(f"{key}: {raw!r} is not {what}") from None
+
+
+def _env_float(env: Mapping[str, str], key: str, default: float) -> float:
+    return _env_value(env, key, default, float, "a number")
 
 
 def _env_port(env: Mapping[str, str], key: str, default: int) -> int:
-    raw = env.get(key)
-    if raw is None or raw == "":
-        return default
-    try:
-        port = int(raw)
-    except ValueError:
-        raise ConfigError(f"{key}: {raw!r} is not a port number") from None
+    port = _env_value(env, key, default, int, "a port number")
     if not 0 < port < 65536:
         raise ConfigError(f"{key}: {port} is not a port number (1-65535)")
     return port
 
 
 def _env_int(env: Mapping[str, str], key: str, default: int) -> int:
-    raw = env.get(key)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigError(f"{key}: {raw!r} is not an integer") from None
+    return _env_value(env, key, default, int, "an integer")
 
 
 def _read_token(env: Mapping[str, str]) -> str:

@@ -22,7 +22,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -402,15 +402,10 @@ class Emulator:
                 add(f'{metrics.RTT_HISTOGRAM}_count{{source="{node}",target="{target}"}} {_num(float(count))}')
                 add(f'{metrics.RTT_HISTOGRAM}_sum{{source="{node}",target="{target}"}} {_num(float(self._rtt_sum[row]))}')
 
-            for name, values, help_text in (
-                (metrics.PACKETS_SENT, self._sent, "Probe packets sent."),
-                (metrics.PACKETS_RECEIVED, self._received, "Probe replies received in time."),
-            ):
-                add(f"# HELP {name} {help_text}")
-                add(f"# TYPE {name} counter")
-                for row in probed:
-                    target = self._pairs[row][1]
-                    add(f'{name}{{source="{node}",target="{target}"}} {_num(float(values[row]))}')
+            self._add_pair_family(add, node, metrics.PACKETS_SENT, "counter", "Probe packets sent.",
+                                  probed, self._sent)
+            self._add_pair_family(add, node, metrics.PACKETS_RECEIVED, "counter", "Probe replies received in time.",
+                                  probed, self._received)
         else:
             index = np.asarray(probed, dtype=np.int64)
             sent, loss, values = self._quantiles(index, now)
@@ -436,13 +431,8 @@ class Emulator:
             (metrics.BANDWIDTH, self._bw_value, "Throughput of the latest iperf3 test."),
             (metrics.BANDWIDTH_TIMESTAMP, self._bw_ts, "Unix time of the latest iperf3 test."),
         ):
-            add(f"# HELP {name} {help_text}")
-            add(f"# TYPE {name} gauge")
-            for row in rows:
-                if not self._tested[row] or math.isnan(values[row]):
-                    continue
-                target = self._pairs[row][1]
-                add(f'{name}{{source="{node}",target="{target}"}} {_num(float(values[row]))}')
+            tested = [row for row in rows if self._tested[row] and not math.isnan(values[row])]
+            self._add_pair_family(add, node, name, "gauge", help_text, tested, values)
 
         self._render_agent_self(add, node, len(probed), now)
 
@@ -463,6 +453,14 @@ class Emulator:
         add("# TYPE node_network_transmit_bytes_total counter")
         add(f'node_network_transmit_bytes_total{{device="eth0"}} {_num(float(self._tx_bytes[i]))}')
         return ("\n".join(out) + "\n").encode()
+
+    def _add_pair_family(self, add: Callable[[str], None], node: str, name: str, kind: str, help_text: str,
+                         rows: Sequence[int], values: np.ndarray) -> None:
+        """One metric family with a sample per (node, target) row, as the agent exports it."""
+        add(f"# HELP {name} {help_text}")
+        add(f"# TYPE {name} {kind}")
+        for row in rows:
+            add(f'{name}{{source="{node}",target="{self._pairs[row][1]}"}} {_num(float(values[row]))}')
 
     def _render_agent_self(self, add: Callable[[str], None], node: str, peers: int, now: float) -> None:
         """The agent's self-metrics (same families and label sets), so series counts match a real agent."""

@@ -6,23 +6,26 @@ from .choices import NodeSeries, PairSeries
 from .models import NodeSample, PairSample, PullWatermark
 
 
-class PairSampleFilterSet(django_filters.FilterSet):
+class SampleWindowFilterSet(django_filters.FilterSet):
+    """Samples whose window end lies in [since, until] (UTC ISO 8601)."""
+
+    since = UTCIsoDateTimeFilter(field_name="ts", lookup_expr="gte")
+    until = UTCIsoDateTimeFilter(field_name="ts", lookup_expr="lte")
+
+
+class PairSampleFilterSet(SampleWindowFilterSet):
     source = django_filters.CharFilter(lookup_expr="exact")
     target = django_filters.CharFilter(lookup_expr="exact")
     series = django_filters.MultipleChoiceFilter(choices=PairSeries.choices)
-    since = UTCIsoDateTimeFilter(field_name="ts", lookup_expr="gte")
-    until = UTCIsoDateTimeFilter(field_name="ts", lookup_expr="lte")
 
     class Meta:
         model = PairSample
         fields = ["source", "target", "series", "since", "until"]
 
 
-class NodeSampleFilterSet(django_filters.FilterSet):
+class NodeSampleFilterSet(SampleWindowFilterSet):
     node = django_filters.CharFilter(lookup_expr="exact")
     series = django_filters.MultipleChoiceFilter(choices=NodeSeries.choices)
-    since = UTCIsoDateTimeFilter(field_name="ts", lookup_expr="gte")
-    until = UTCIsoDateTimeFilter(field_name="ts", lookup_expr="lte")
 
     class Meta:
         model = NodeSample

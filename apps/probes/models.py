@@ -51,17 +51,25 @@ class NodeSample(models.Model):
         return f"{self.series} {self.node} @ {self.ts:%Y-%m-%d %H:%M:%S}: {self.value:g}"
 
 
-class PairRollup(models.Model):
-    """Hourly roll-up of raw pair samples, kept after the raw rows are dropped."""
+class Rollup(models.Model):
+    """One hour of raw samples reduced to what retention keeps after the raw rows are dropped."""
 
     bucket = models.DateTimeField()
-    series = models.CharField(max_length=16, choices=PairSeries.choices)
-    source = models.CharField(max_length=253)
-    target = models.CharField(max_length=253)
     count = models.PositiveIntegerField()
     minimum = models.FloatField()
     maximum = models.FloatField()
     mean = models.FloatField()
+
+    class Meta:
+        abstract = True
+
+
+class PairRollup(Rollup):
+    """Hourly roll-up of raw pair samples, kept after the raw rows are dropped."""
+
+    series = models.CharField(max_length=16, choices=PairSeries.choices)
+    source = models.CharField(max_length=253)
+    target = models.CharField(max_length=253)
 
     class Meta:
         constraints = [
@@ -73,14 +81,9 @@ class PairRollup(models.Model):
         return f"{self.series} {self.source}->{self.target} hour {self.bucket:%Y-%m-%d %H}:00"
 
 
-class NodeRollup(models.Model):
-    bucket = models.DateTimeField()
+class NodeRollup(Rollup):
     series = models.CharField(max_length=24, choices=NodeSeries.choices)
     node = models.CharField(max_length=253)
-    count = models.PositiveIntegerField()
-    minimum = models.FloatField()
-    maximum = models.FloatField()
-    mean = models.FloatField()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["bucket", "series", "node"], name="noderollup_unique")]

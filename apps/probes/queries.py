@@ -154,6 +154,20 @@ def _check_keys(raw: Mapping[str, Any], allowed: set[str], key: str) -> None:
             raise QueriesFileError(f"{prefix}{name}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
 
 
+def _overridden(raw: Mapping[str, Any], group: str, defaults: Mapping[str, Mapping[str, Any]], allowed: set[str],
+                required: tuple[str, ...]) -> list[tuple[str, Mapping[str, Any]]]:
+    """``group``'s default entries with the file's overrides applied; an override of null switches one off."""
+    over = _mapping(raw.get(group) or {}, group)
+    _check_keys(over, set(defaults), group)
+    entries: list[tuple[str, Mapping[str, Any]]] = []
+    for series, default in defaults.items():
+        if series not in over:
+            entries.append((series, default))
+        elif over[series] is not None:
+            entries.append((series, _entry(over[series], allowed, required, f"{group}.{series}")))
+    return entries
+
+
 def _entry(raw: Any, allowed: set[str], required: tuple[str, ...], key: str) -> Mapping[str, Any]:
     """An override replaces the default entry wholly, so it must name its labels explicitly."""
     entry = _mapping(raw, key)
@@ -178,33 +192,17 @@ def build_pull_queries(overrides: Mapping[str, Any] | None, *, rate: str) -> Pul
     if not isinstance(rate, str) or not _DURATION_RE.match(rate):
         raise QueriesFileError("rate", f"not a Prometheus duration: {rate!r}")
 
-    pair_over = _mapping(raw.get("pair_queries") or {}, "pair_queries")
-    _check_keys(pair_over, set(DEFAULT_PAIR_QUERIES), "pair_queries")
-    pairs = []
-    for series, default in DEFAULT_PAIR_QUERIES.items():
-        if series in pair_over:
-            if pair_over[series] is None:
-                continue  # switched off
-            spec = _entry(pair_over[series], _PAIR_KEYS, ("source_label", "target_label"),
-                          f"pair_queries.{series}")
-        else:
-            spec = default
-        pairs.append(PairQuery(series=series, query=spec["query"].replace("$rate", rate),
-                               source_label=spec["source_label"], target_label=spec["target_label"],
-                               clip_unit_interval=series in _UNIT_INTERVAL))
-
-    node_over = _mapping(raw.get("node_queries") or {}, "node_queries")
-    _check_keys(node_over, set(DEFAULT_NODE_QUERIES), "node_queries")
-    nodes = []
-    for series, default in DEFAULT_NODE_QUERIES.items():
-        if series in node_over:
-            if node_over[series] is None:
-                continue
-            spec = _entry(node_over[series], _NODE_KEYS, ("node_label",), f"node_queries.{series}")
-        else:
-            spec = default
-        nodes.append(NodeQuery(series=series, query=spec["query"].replace("$rate", rate),
-                               node_label=spec["node_label"], clip_unit_interval=series in _UNIT_INTERVAL))
+    pairs = [
+        PairQuery(series=series, query=spec["query"].replace("$rate", rate), source_label=spec["source_label"],
+                  target_label=spec["target_label"], clip_unit_interval=series in _UNIT_INTERVAL)
+        for series, spec in _overridden(raw, "pair_queries", DEFAULT_PAIR_QUERIES, _PAIR_KEYS,
+                                        ("source_label", "target_label"))
+    ]
+    nodes = [
+        NodeQuery(series=series, query=spec["query"].replace("$rate", rate), node_label=spec["node_label"],
+                  clip_unit_interval=series in _UNIT_INTERVAL)
+        for series, spec in _overridden(raw, "node_queries", DEFAULT_NODE_QUERIES, _NODE_KEYS, ("node_label",))
+    ]
 
     node_info: NodeInfoQuery | None = None
     if "node_info" in raw:

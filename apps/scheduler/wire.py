@@ -12,15 +12,17 @@ Framework-free on purpose: the parsers take bytes and return frozen dataclasses,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from apps import quantity
 from apps.scheduler.cache import NodeRecord, PodRecord
 from apps.scheduler.scoring.state import NodeResources, PodInfo
+
+_T = TypeVar("_T")
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
@@ -119,27 +121,26 @@ def load_json(body: bytes) -> Any:
 # --- Kubernetes resource quantities (apps.quantity: one parser for the whole project) -------------
 
 
-def parse_quantity(value: Any, where: str) -> float:
-    """A resource.Quantity (``"500m"``, ``"16Gi"``, ``"1e3"``, or a bare number) as a float."""
+def _quantity(parse: Callable[[Any], _T], value: Any, where: str) -> _T:
+    """Apply one of apps.quantity's parsers, its error named by the field's path."""
     try:
-        return float(quantity.parse_quantity(value))
+        return parse(value)
     except quantity.QuantityError as exc:
         raise WireError(f"{where}: {exc}") from exc
+
+
+def parse_quantity(value: Any, where: str) -> float:
+    """A resource.Quantity (``"500m"``, ``"16Gi"``, ``"1e3"``, or a bare number) as a float."""
+    return float(_quantity(quantity.parse_quantity, value, where))
 
 
 def _cpu_millicores(value: Any, where: str) -> int:
     """Millicores rounded up, as kube-scheduler's MilliValue() does."""
-    try:
-        return quantity.cpu_millicores(value)
-    except quantity.QuantityError as exc:
-        raise WireError(f"{where}: {exc}") from exc
+    return _quantity(quantity.cpu_millicores, value, where)
 
 
 def _bytes(value: Any, where: str) -> int:
-    try:
-        return quantity.memory_bytes(value)
-    except quantity.QuantityError as exc:
-        raise WireError(f"{where}: {exc}") from exc
+    return _quantity(quantity.memory_bytes, value, where)
 
 
 # --- objects ---------------------------------------------------------------------------------
@@ -396,35 +397,34 @@ def _int(value: Any, where: str) -> int:
     return value
 
 
+def _meta_pod_uid(value: Any, where: str) -> str:
+    return _string(get_ci(_mapping(value, where), "UID"), f"{where}.UID")
+
+
+def _victims(raw: Any, name: str, uid_of: Callable[[Any, str], str]) -> dict[str, MetaVictims]:
+    """Either victims map (whole pods or their UIDs only) as UIDs and PDB violations per node."""
+    victims: dict[str, MetaVictims] = {}
+    for node, entry in _mapping(raw, name).items():
+        where = f"{name}.{node}"
+        e = _mapping(entry, where)
+        pods = get_ci(e, "Pods") or []
+        if not isinstance(pods, list):
+            raise WireError(f"{where}.Pods: expected a list, got {type(pods).__name__}")
+        uids = tuple(uid_of(p, f"{where}.Pods[{i}]") for i, p in enumerate(pods))
+        victims[node] = MetaVictims(uids, _int(get_ci(e, "NumPDBViolations"), f"{where}.NumPDBViolations"))
+    return victims
+
+
 def parse_preemption_args(body: bytes) -> PreemptionArgs:
     data = _top(body)
     pod = parse_pod(get_ci(data, "Pod"))
-    victims: dict[str, MetaVictims] = {}
     meta = get_ci(data, "NodeNameToMetaVictims")
     full = get_ci(data, "NodeNameToVictims")
+    victims: dict[str, MetaVictims] = {}
     if meta is not None:
-        for node, entry in _mapping(meta, "NodeNameToMetaVictims").items():
-            where = f"NodeNameToMetaVictims.{node}"
-            e = _mapping(entry, where)
-            pods = get_ci(e, "Pods") or []
-            if not isinstance(pods, list):
-                raise WireError(f"{where}.Pods: expected a list, got {type(pods).__name__}")
-            uids = tuple(
-                _string(get_ci(_mapping(p, f"{where}.Pods[{i}]"), "UID"), f"{where}.Pods[{i}].UID")
-                for i, p in enumerate(pods)
-            )
-            victims[node] = MetaVictims(uids, _int(get_ci(e, "NumPDBViolations"), f"{where}.NumPDBViolations"))
+        victims = _victims(meta, "NodeNameToMetaVictims", _meta_pod_uid)
     elif full is not None:
-        for node, entry in _mapping(full, "NodeNameToVictims").items():
-            where = f"NodeNameToVictims.{node}"
-            e = _mapping(entry, where)
-            pods = get_ci(e, "Pods") or []
-            if not isinstance(pods, list):
-                raise WireError(f"{where}.Pods: expected a list, got {type(pods).__name__}")
-            victims[node] = MetaVictims(
-                tuple(pod_uid(p) for p in pods),
-                _int(get_ci(e, "NumPDBViolations"), f"{where}.NumPDBViolations"),
-            )
+        victims = _victims(full, "NodeNameToVictims", lambda p, _where: pod_uid(p))
     return PreemptionArgs(pod=pod, victims=victims)
 
 

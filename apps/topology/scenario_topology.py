@@ -16,13 +16,19 @@ from apps.probes.scenario import Scenario
 from .topomath import Topology
 
 
-def _extrema(arr: np.ndarray) -> tuple[float, float]:
-    n = arr.shape[0]
-    values = arr[~np.eye(n, dtype=bool)] if n > 1 else np.empty(0)
+def _bounds(arr: np.ndarray) -> tuple[float, float]:
+    values = arr[~np.eye(arr.shape[0], dtype=bool)]
     values = values[np.isfinite(values)]
     if values.size == 0:
         return float("nan"), float("nan")
     return float(values.min()), float(values.max())
+
+
+def metric_extrema(latency: np.ndarray, bandwidth: np.ndarray,
+                   loss: np.ndarray) -> tuple[float, float, float, float, float, float]:
+    """A Topology's six normalization bounds (in ``EXTREMA_FIELDS`` order): (min, max) of each metric over
+    its known off-diagonal pairs, NaN when there are none."""
+    return (*_bounds(latency), *_bounds(bandwidth), *_bounds(loss))
 
 
 def topology_from_scenario(scenario: Scenario, *,
@@ -53,24 +59,16 @@ def topology_from_scenario(scenario: Scenario, *,
     latency[diag, diag] = 0.0
     bandwidth[diag, diag] = np.nan
     loss[diag, diag] = np.nan
-    min_l, max_l = _extrema(latency)
-    min_b, max_b = _extrema(bandwidth)
-    min_r, max_r = _extrema(loss)
     return Topology(
-        nodes=names,
-        zones=tuple(node.zone for node in scenario.nodes),
-        regions=tuple(node.region for node in scenario.nodes),
-        latency_ms=latency,
-        bandwidth_mbps=bandwidth,
-        loss_pct=loss,
-        inferred=np.zeros((n, n), dtype=bool),
-        stale=np.zeros((n, n), dtype=bool),
-        min_latency=min_l,
-        max_latency=max_l,
-        min_bandwidth=min_b,
-        max_bandwidth=max_b,
-        min_lossrate=min_r,
-        max_lossrate=max_r,
+        names,
+        tuple(node.zone for node in scenario.nodes),
+        tuple(node.region for node in scenario.nodes),
+        latency,
+        bandwidth,
+        loss,
+        np.zeros((n, n), dtype=bool),  # inferred
+        np.zeros((n, n), dtype=bool),  # stale
+        *metric_extrema(latency, bandwidth, loss),
         zone_costs=dict(zone_costs or {}),
         region_costs=dict(region_costs or {}),
     )

@@ -7,6 +7,7 @@ and the loss ratio is 0/0 -- the "pair went quiet" case the pipeline must store 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -74,17 +75,23 @@ def _frozen_exposition() -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-class _FrozenHandler(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = _frozen_exposition()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
+class _QuietHandler(BaseHTTPRequestHandler):
+    """A test server's handler: one whole answer per request, no access log."""
+
+    def reply(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
 
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+
+class _FrozenHandler(_QuietHandler):
+    def do_GET(self) -> None:
+        self.reply(200, _frozen_exposition(), "text/plain; version=0.0.4")
 
 
 @dataclass
@@ -164,22 +171,13 @@ def slow_http_server(delay_s: float, *, status: int = 200, body: bytes = b'{"sta
                      b'{"resultType":"matrix","result":[]}}') -> Iterator[str]:
     """An HTTP server answering every request after ``delay_s`` (a Prometheus stuck on a heavy query)."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(_QuietHandler):
         def do_GET(self) -> None:
             time.sleep(delay_s)
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-            except OSError:
-                pass  # the client gave up first
+            with contextlib.suppress(OSError):  # the client gave up first
+                self.reply(status, body)
 
         do_POST = do_GET
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
 
     with _serving(Handler) as url:
         yield url
@@ -196,22 +194,14 @@ def scripted_prometheus(respond) -> Iterator[str]:
     counter = {"n": 0}
     lock = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(_QuietHandler):
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
             params = {k: v[-1] for k, v in parse_qs(parts.query).items()}
             with lock:
                 counter["n"] += 1
                 n = counter["n"]
-            status, body = respond(n, parts.path, params)
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
+            self.reply(*respond(n, parts.path, params))
 
     with _serving(Handler) as url:
         yield url

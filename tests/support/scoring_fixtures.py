@@ -8,7 +8,11 @@ a database. Resource hints are Online Boutique's manifest requests. Workload nam
 
 from __future__ import annotations
 
+import numpy as np
+
 from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
+from apps.topology.scenario_topology import metric_extrema
+from apps.topology.topomath import Topology
 
 MI = 2**20
 
@@ -71,3 +75,30 @@ def paper_appgroup(namespace: str = "default", name: str = "online-boutique", *,
         for workload, (weight, cpu, mem, deps) in PAPER_WORKLOADS.items()
     )
     return AppGroupSpec(namespace=namespace, name=name, workloads=workloads)
+
+
+def random_metrics(
+    rng: np.random.Generator, n: int, *, latency: tuple[float, float], bandwidth: tuple[float, float],
+    loss: tuple[float, float], missing: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Uniform latency/bandwidth/loss matrices, each with about ``missing`` of its pairs unmeasured (NaN),
+    and zero self-latency."""
+    lat, bw, lr = (rng.uniform(low, high, (n, n)) for low, high in (latency, bandwidth, loss))
+    for arr in (lat, bw, lr):
+        arr[rng.random((n, n)) < missing] = np.nan
+    np.fill_diagonal(lat, 0.0)
+    return lat, bw, lr
+
+
+def zoned_topology(lat: np.ndarray, bw: np.ndarray, loss: np.ndarray, *, zone: np.ndarray, regions: int,
+                   zone_latency: np.ndarray, node_prefix: str) -> Topology:
+    """Nodes ``{node_prefix}{i}`` in zones ``z{zone[i]}``, zone z in region ``r{z % regions}``; zone costs
+    within a region are the rounded zone latencies, every region pair costs 20."""
+    n, nz = lat.shape[0], zone_latency.shape[0]
+    zone_costs = {(f"z{a}", f"z{b}"): float(round(zone_latency[a, b])) for a in range(nz) for b in range(nz)
+                  if a != b and a % regions == b % regions}
+    region_costs = {(f"r{a}", f"r{b}"): 20.0 for a in range(regions) for b in range(regions) if a != b}
+    no = np.zeros((n, n), dtype=bool)
+    return Topology(tuple(f"{node_prefix}{i}" for i in range(n)), tuple(f"z{z}" for z in zone),
+                    tuple(f"r{z % regions}" for z in zone), lat, bw, loss, no, no.copy(),
+                    *metric_extrema(lat, bw, loss), zone_costs=zone_costs, region_costs=region_costs)

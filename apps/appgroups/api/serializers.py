@@ -59,15 +59,7 @@ class AppGroupSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AppGroup
-        read_only_fields = (
-            "origin",
-            "resource_version",
-            "spec_hash",
-            "last_synced_at",
-            "sync_error",
-            "created_at",
-            "updated_at",
-        )
+        read_only_fields = ("origin", *AppGroup.BOOKKEEPING_FIELDS)
         fields = ("id", "namespace", "name", "description", "topology_sorting_algorithm", *read_only_fields, "workloads")
         # Uniqueness (namespace, name) is checked by the service's full_clean with the model message.
         validators: list[Any] = []

@@ -232,18 +232,23 @@ def selector_preview(request):  # type: ignore[no-untyped-def]
 # --- YAML, delete ------------------------------------------------------------------------------
 
 
+def _save_yaml(request, appgroup: AppGroup | None, *, done: str):  # type: ignore[no-untyped-def]
+    """POST of the YAML page: save and go to the AppGroup, or show the document's errors with a 400."""
+    form = AppGroupYAMLForm(request.POST, appgroup=appgroup)
+    if form.is_valid():
+        saved = form.save()
+        if saved is not None:
+            messages.success(request, done.format(saved))
+            return redirect("dashboard-appgroup-detail", pk=saved.pk)
+    return render(request, "dashboard/appgroups/yaml.html", {"appgroup": appgroup, "form": form}, status=400)
+
+
 @require_http_methods(["GET", "POST"])
 @page_permission(CHANGE, what="Editing an AppGroup")
 def appgroup_yaml(request, pk: int):  # type: ignore[no-untyped-def]
     appgroup = _appgroup(pk)
     if request.method == "POST":
-        form = AppGroupYAMLForm(request.POST, appgroup=appgroup)
-        if form.is_valid():
-            saved = form.save()
-            if saved is not None:
-                messages.success(request, f"Saved {saved} from YAML.")
-                return redirect("dashboard-appgroup-detail", pk=saved.pk)
-        return render(request, "dashboard/appgroups/yaml.html", {"appgroup": appgroup, "form": form}, status=400)
+        return _save_yaml(request, appgroup, done="Saved {} from YAML.")
     initial = document_yaml(services.export_resource(appgroup=appgroup, flavor="netaware"))
     form = AppGroupYAMLForm(initial={"document": initial}, appgroup=appgroup)
     return render(request, "dashboard/appgroups/yaml.html", {"appgroup": appgroup, "form": form})
@@ -253,13 +258,7 @@ def appgroup_yaml(request, pk: int):  # type: ignore[no-untyped-def]
 @page_permission(ADD, what="Importing an AppGroup")
 def appgroup_import(request):  # type: ignore[no-untyped-def]
     if request.method == "POST":
-        form = AppGroupYAMLForm(request.POST)
-        if form.is_valid():
-            saved = form.save()
-            if saved is not None:
-                messages.success(request, f"Created {saved}.")
-                return redirect("dashboard-appgroup-detail", pk=saved.pk)
-        return render(request, "dashboard/appgroups/yaml.html", {"appgroup": None, "form": form}, status=400)
+        return _save_yaml(request, None, done="Created {}.")
     path = Path(settings.BASE_DIR) / TEMPLATE_APPGROUP
     template = path.read_text() if path.is_file() else ""
     form = AppGroupYAMLForm(initial={"document": template})

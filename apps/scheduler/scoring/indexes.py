@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from apps.topology.scenario_topology import metric_extrema
 from apps.topology.topomath import EXTREMA_FIELDS, Topology
 
 if TYPE_CHECKING:
@@ -72,27 +73,12 @@ class Extrema:
     max_lossrate: float
 
 
-def _offdiag_extrema(arr: np.ndarray) -> tuple[float, float]:
-    n = arr.shape[0]
-    if n < 2:
-        return float("nan"), float("nan")
-    mask = ~np.eye(n, dtype=bool)
-    values = arr[mask]
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return float("nan"), float("nan")
-    return float(values.min()), float(values.max())
-
-
 def topology_extrema(topology: Topology) -> Extrema:
     """The topology's six extrema; any that are NaN are recomputed from off-diagonal pairs."""
     got = [getattr(topology, name) for name in EXTREMA_FIELDS]
     if all(np.isfinite(v) for v in got):
         return Extrema(*got)
-    lat = _offdiag_extrema(topology.latency_ms)
-    bw = _offdiag_extrema(topology.bandwidth_mbps)
-    loss = _offdiag_extrema(topology.loss_pct)
-    fallback = [lat[0], lat[1], bw[0], bw[1], loss[0], loss[1]]
+    fallback = metric_extrema(topology.latency_ms, topology.bandwidth_mbps, topology.loss_pct)
     return Extrema(*[g if np.isfinite(g) else f for g, f in zip(got, fallback, strict=True)])
 
 
