@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from apps.topology import publish, resources, services, tasks
-from apps.topology.scenario_topology import metric_extrema
-from apps.topology.topomath import EXTREMA_FIELDS, Topology
+from apps.topology.topomath import EXTREMA_FIELDS, Topology, metric_extrema
 
 G, V, P = "netaware.io", "v1alpha1", "networktopologies"
 LIMIT = 1536 * 1024

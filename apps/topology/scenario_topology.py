@@ -13,22 +13,7 @@ import numpy as np
 
 from apps.probes.scenario import Scenario
 
-from .topomath import Topology
-
-
-def _bounds(arr: np.ndarray) -> tuple[float, float]:
-    values = arr[~np.eye(arr.shape[0], dtype=bool)]
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return float("nan"), float("nan")
-    return float(values.min()), float(values.max())
-
-
-def metric_extrema(latency: np.ndarray, bandwidth: np.ndarray,
-                   loss: np.ndarray) -> tuple[float, float, float, float, float, float]:
-    """A Topology's six normalization bounds (in ``EXTREMA_FIELDS`` order): (min, max) of each metric over
-    its known off-diagonal pairs, NaN when there are none."""
-    return (*_bounds(latency), *_bounds(bandwidth), *_bounds(loss))
+from .topomath import Topology, metric_extrema
 
 
 def topology_from_scenario(scenario: Scenario, *,

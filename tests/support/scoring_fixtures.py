@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
-from apps.topology.scenario_topology import metric_extrema
-from apps.topology.topomath import Topology
+from apps.topology.topomath import Topology, metric_extrema
 
 MI = 2**20
 

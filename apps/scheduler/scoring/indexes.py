@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from apps.topology.scenario_topology import metric_extrema
-from apps.topology.topomath import EXTREMA_FIELDS, Topology
+from apps.topology.topomath import EXTREMA_FIELDS, Topology, metric_extrema
 
 if TYPE_CHECKING:
     from .state import NodeResources, NodeUsage
