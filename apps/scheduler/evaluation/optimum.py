@@ -24,10 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
+from scipy.optimize import Bounds, milp
 
 from apps.appgroups.graph import AppGroupSpec
+from apps.scheduler.scoring.linear import Rows
 from apps.scheduler.scoring.state import ClusterState
 
 from .adapter import pair_score_matrix
@@ -96,44 +96,15 @@ def optimum_placement(state: ClusterState, groups: Sequence[AppGroupSpec], *, ti
     def xi(w: int, n: int) -> int:
         return w * n_nodes + n
 
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-    lo: list[float] = []
-    hi: list[float] = []
-    r = 0
+    rows = Rows()
     for w in range(len(workloads)):  # every pod placed
-        for n in range(n_nodes):
-            rows.append(r)
-            cols.append(xi(w, n))
-            vals.append(1.0)
-        lo.append(replicas[w])
-        hi.append(replicas[w])
-        r += 1
+        rows.add(((xi(w, n), 1.0) for n in range(n_nodes)), replicas[w], replicas[w])
     for e, (u, d, _m, _w) in enumerate(edges):  # transportation marginals
         base = n_x + e * n_nodes * n_nodes
         for n in range(n_nodes):
-            for m in range(n_nodes):
-                rows.append(r)
-                cols.append(base + n * n_nodes + m)
-                vals.append(1.0)
-            rows.append(r)
-            cols.append(xi(u, n))
-            vals.append(-replicas[d])
-            lo.append(0.0)
-            hi.append(0.0)
-            r += 1
+            rows.add([*((base + n * n_nodes + m, 1.0) for m in range(n_nodes)), (xi(u, n), -replicas[d])], 0.0, 0.0)
         for m in range(n_nodes):
-            for n in range(n_nodes):
-                rows.append(r)
-                cols.append(base + n * n_nodes + m)
-                vals.append(1.0)
-            rows.append(r)
-            cols.append(xi(d, m))
-            vals.append(-replicas[u])
-            lo.append(0.0)
-            hi.append(0.0)
-            r += 1
+            rows.add([*((base + n * n_nodes + m, 1.0) for n in range(n_nodes)), (xi(d, m), -replicas[u])], 0.0, 0.0)
     for n, name in enumerate(node_names):  # capacity
         node = state.nodes[name]
         for attr, free in (
@@ -141,20 +112,13 @@ def optimum_placement(state: ClusterState, groups: Sequence[AppGroupSpec], *, ti
             ("memory_request_bytes", node.allocatable_memory_bytes - node.requested_memory_bytes),
             ("pods", 110 - node.pod_count),
         ):
-            for w, (_g, wspec) in enumerate(workloads):
-                amount = 1.0 if attr == "pods" else float(getattr(wspec, attr))
-                if amount:
-                    rows.append(r)
-                    cols.append(xi(w, n))
-                    vals.append(amount)
-            lo.append(-np.inf)
-            hi.append(float(free))
-            r += 1
-    matrix_a = coo_matrix((vals, (rows, cols)), shape=(r, n_x + n_y)).tocsr()
+            amounts = ((w, 1.0 if attr == "pods" else float(getattr(wspec, attr)))
+                       for w, (_g, wspec) in enumerate(workloads))
+            rows.add(((xi(w, n), amount) for w, amount in amounts if amount), -np.inf, float(free))
     upper = np.concatenate([np.repeat(replicas, n_nodes), np.full(n_y, np.inf)])
     integrality = np.concatenate([np.ones(n_x), np.zeros(n_y)])
     result = milp(
-        c, constraints=LinearConstraint(matrix_a, np.array(lo), np.array(hi)), integrality=integrality,
+        c, constraints=rows.constraint(n_x + n_y), integrality=integrality,
         bounds=Bounds(np.zeros(n_x + n_y), upper),
         options={"time_limit": time_limit, "mip_rel_gap": 1e-6, "disp": False},
     )

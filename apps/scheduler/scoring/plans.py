@@ -33,11 +33,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
+from scipy.optimize import Bounds, milp
 
 from apps.appgroups.graph import AppGroupSpec, Sensitivity
 
+from .linear import Rows
 from .network_overhead import MAX_COST
 from .network_score import DEFAULT_SAME_NODE_SCORE, pair_scores
 from .state import ClusterState, NodeResources, evolve
@@ -294,22 +294,8 @@ def _solve_milp(problem: _Problem, time_limit: float) -> np.ndarray | None:
     n = n_x + n_y + n_b
     c = np.zeros(n)
     c[:n_x] = -PLACE_BONUS  # every new pod placed
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-    lo: list[float] = []
-    hi: list[float] = []
-    r = 0
-
-    def add(entries: Sequence[tuple[int, float]], low: float, high: float) -> None:
-        nonlocal r
-        for col, val in entries:
-            rows.append(r)
-            cols.append(col)
-            vals.append(val)
-        lo.append(low)
-        hi.append(high)
-        r += 1
+    rows = Rows()
+    add = rows.add
 
     todo = problem.todo
     placed = problem.placed
@@ -341,8 +327,7 @@ def _solve_milp(problem: _Problem, time_limit: float) -> np.ndarray | None:
             add([(base + u * nz + z1, 1.0), (base + d * nz + z2, 1.0)], -np.inf, 1.0)
     upper = np.concatenate([problem.slots.ravel(), np.full(n_y, np.inf), np.ones(n_b)])
     integrality = np.concatenate([np.ones(n_x), np.zeros(n_y), np.ones(n_b)])
-    a = coo_matrix((vals, (rows, cols)), shape=(r, n)).tocsr()
-    result = milp(c, constraints=LinearConstraint(a, np.array(lo), np.array(hi)), integrality=integrality,
+    result = milp(c, constraints=rows.constraint(n), integrality=integrality,
                   bounds=Bounds(np.zeros(n), upper),
                   options={"time_limit": max(time_limit, 1e-3), "mip_rel_gap": 1e-4, "disp": False})
     if result.x is None or result.status != 0:  # only a proven optimum: a time-limited incumbent varies run to run
