@@ -36,7 +36,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
-from apps.appgroups.graph import AppGroupSpec, Sensitivity
+from apps.appgroups.graph import TOPOLOGY_MODES, AppGroupSpec, Sensitivity
 
 from .network_overhead import MAX_COST
 from .network_score import DEFAULT_SAME_NODE_SCORE, pair_scores
@@ -45,7 +45,13 @@ from .state import ClusterState, NodeResources, evolve
 DEFAULT_BUDGET_S = 0.050
 OBJECTIVES = ("network-score", "network-cost")
 # soft: the plan is a preference; zone / region: the whole AppGroup in one zone / region, or its pods wait.
-MODES = ("soft", "zone", "region")
+MODES = TOPOLOGY_MODES
+_STRICTNESS = {"soft": 0, "region": 1, "zone": 2}  # one zone implies one region
+
+
+def stricter_mode(*modes: str) -> str:
+    """The strictest of the modes asked (a profile's and an AppGroup's): soft < region < zone."""
+    return max(modes, key=lambda mode: _STRICTNESS.get(mode, 0))
 MAX_PODS_PER_NODE = 110
 # Nodes per zone sampled for the zone-to-zone score matrices (measured pairs are near-uniform in a zone).
 ZONE_SAMPLE = 8
