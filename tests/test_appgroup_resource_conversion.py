@@ -80,9 +80,8 @@ def test_round_trip_both_flavors(flavor, mode):
     document = resources.resource_from_spec(spec, flavor=flavor)
     assert resources.spec_from_resource(yaml.safe_load(yaml.safe_dump(document))) == spec
     assert resources.spec_hash(resources.spec_from_resource(document)) == resources.spec_hash(spec)
-    if flavor == "netaware":  # soft is the default, left out so documents and hashes of older AppGroups stay
-        assert document["spec"].get("topologyMode", "soft") == mode and ("topologyMode" in document["spec"]) == (
-            mode != "soft")
+    if flavor == "netaware":  # written even when soft: the API server's CRD default puts it in the cluster's copy
+        assert document["spec"]["topologyMode"] == mode
 
 
 def test_topology_mode_has_one_set_of_values_and_defaults_to_soft():

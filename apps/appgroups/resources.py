@@ -398,13 +398,13 @@ def _workload_document(workload: WorkloadSpec) -> dict[str, Any]:
 
 
 def spec_document(spec: AppGroupSpec) -> dict[str, Any]:
-    """The ``spec`` of our AppGroup resource (canonical: same spec -> same document). ``topologyMode``
-    only when not the default soft, so AppGroups that never asked for it keep their documents and hashes."""
-    doc: dict[str, Any] = {"topologySortingAlgorithm": spec.topology_sorting_algorithm}
-    if spec.topology_mode != "soft":
-        doc["topologyMode"] = spec.topology_mode
-    doc["workloads"] = [_workload_document(workload) for workload in spec.workloads]
-    return doc
+    """The ``spec`` of our AppGroup resource (canonical: same spec -> same document). ``topologyMode`` is
+    always written: the API server defaults it, so the cluster's copy carries it too."""
+    return {
+        "topologySortingAlgorithm": spec.topology_sorting_algorithm,
+        "topologyMode": spec.topology_mode,
+        "workloads": [_workload_document(workload) for workload in spec.workloads],
+    }
 
 
 def spec_hash(spec: AppGroupSpec) -> str:
