@@ -1,7 +1,8 @@
 """Placement plans (apps/scheduler/scoring/plans.py) on tiny synthetic clusters: they respect capacity,
 max network cost and min bandwidth, reach the MILP optimum, plan what fits when the AppGroup does not,
 accept empty and cyclic AppGroups, fall back to the heuristic under a tiny budget, and are kept by the
-plan book until a change makes them invalid."""
+plan book until a change makes them invalid; hard topology modes (the profile's or the AppGroup's
+spec.topologyMode) keep an AppGroup in one zone or make its pods wait."""
 
 from __future__ import annotations
 
@@ -267,3 +268,9 @@ def test_an_appgroup_asking_for_zone_mode_is_held_to_it_under_a_soft_profile():
         assert out.passed == () and set(out.unresolvable) == set(state.nodes)
         assert all("topology mode zone" in reason and "no single zone holds" in reason
                    for reason in out.unresolvable.values())
+    # An AppGroup asking for a hard mode is not planned softly together with another one's first pod.
+    first, hard = _chain(cpu=1000), replace(_chain(cpu=1000), name="other", topology_mode="zone")
+    state = evolve(initial_state(_scenario(a_cpu="2", a_nodes=2), [first, hard]), plan_book=PlanBook(budget_s=2.0))
+    state.plan_book.plan_for(state, first)
+    assert state.plan_book.peek("default", "other") is None
+    assert state.plan_book.plan_for(state, hard, mode="zone").reason == "first pod of the AppGroup"

@@ -889,13 +889,14 @@ class PlanBook:
     MAX_JOINT_WORKLOADS = 60
 
     def _unstarted(self, state: ClusterState, group: AppGroupSpec, objective: str) -> list[AppGroupSpec]:
-        """AppGroups with no pod placed and no plan yet, planned together with ``group`` (a few)."""
+        """AppGroups with no pod placed and no plan yet, planned together with ``group`` (a few); not
+        those asking for a hard ``topologyMode``, whose pods will ask for a plan in that mode."""
         out: list[AppGroupSpec] = []
         size = len(group.workloads)
         for other in state.appgroups:
             if (other.namespace, other.name) == (group.namespace, group.name) or (
                     other.namespace, other.name, objective, "soft") in self._plans or not any(
-                    w.replicas > 0 for w in other.workloads):
+                    w.replicas > 0 for w in other.workloads) or other.topology_mode != "soft":
                 continue
             if any(state.placements.get((other.namespace, other.name, w.name)) for w in other.workloads):
                 continue
