@@ -25,6 +25,7 @@ def change_form(group, dependencies):
         "name": group.name,
         "description": "",
         "topology_sorting_algorithm": group.topology_sorting_algorithm,
+        "topology_mode": group.topology_mode,
         "origin": group.origin,
     }
     workloads = list(group.workloads.order_by("position"))

@@ -1,6 +1,8 @@
 """CR <-> AppGroupSpec conversion (ours and scheduler-plugins'), quantities, and field-named errors."""
 
 import copy
+import json
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -9,7 +11,8 @@ import yaml
 
 from apps import quantity
 from apps.appgroups import resources
-from apps.appgroups.graph import LabelSelector
+from apps.appgroups.choices import TopologyMode
+from apps.appgroups.graph import TOPOLOGY_MODES, LabelSelector
 from tests.support.scoring_fixtures import pod_labels
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,11 +74,29 @@ def test_boutique_scenario_is_table_4():
 
 
 @pytest.mark.parametrize("flavor", ["netaware", "diktyo"])
-def test_round_trip_both_flavors(flavor):
-    spec = resources.spec_from_resource(BOUTIQUE)
+@pytest.mark.parametrize("mode", ["soft", "zone", "region"])
+def test_round_trip_both_flavors(flavor, mode):
+    spec = replace(resources.spec_from_resource(BOUTIQUE), topology_mode=mode)
     document = resources.resource_from_spec(spec, flavor=flavor)
     assert resources.spec_from_resource(yaml.safe_load(yaml.safe_dump(document))) == spec
     assert resources.spec_hash(resources.spec_from_resource(document)) == resources.spec_hash(spec)
+    if flavor == "netaware":  # written even when soft: the API server's CRD default puts it in the cluster's copy
+        assert document["spec"]["topologyMode"] == mode
+
+
+def test_topology_mode_has_one_set_of_values_and_defaults_to_soft():
+    crd = yaml.safe_load((ROOT / "k8s" / "crds" / "appgroup.yaml").read_text())
+    field = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["topologyMode"]
+    assert tuple(field["enum"]) == TOPOLOGY_MODES == tuple(TopologyMode.values) and field["default"] == "soft"
+    assert resources.spec_from_resource(BOUTIQUE).topology_mode == "soft"
+    diktyo = resources.resource_from_spec(
+        replace(resources.spec_from_resource(BOUTIQUE), topology_mode="zone"), flavor="diktyo")
+    extras = json.loads(diktyo["metadata"]["annotations"][resources.EXTRAS_ANNOTATION])
+    extras["topologyMode"] = "galaxy"
+    diktyo["metadata"]["annotations"][resources.EXTRAS_ANNOTATION] = json.dumps(extras)
+    with pytest.raises(resources.ResourceError) as info:
+        resources.spec_from_resource(diktyo)
+    assert info.value.field_path == f"metadata.annotations[{resources.EXTRAS_ANNOTATION}].topologyMode"
 
 
 def test_paper_string_selector_and_defaults():
@@ -161,6 +182,7 @@ def mutated(mutate):
             lambda d: d["spec"].__setitem__("topologySortingAlgorithm", "Bogo"),
             "spec.topologySortingAlgorithm",
         ),
+        (lambda d: d["spec"].__setitem__("topologyMode", "galaxy"), "spec.topologyMode"),
         (lambda d: d["spec"].__setitem__("workloads", []), "spec.workloads"),
         (lambda d: d["metadata"].__setitem__("name", "Not_Valid"), "metadata.name"),
         (lambda d: d.__setitem__("apiVersion", "example.com/v1"), "apiVersion"),

@@ -2,7 +2,8 @@
 the 17-workload social-network AppGroup, arriving light ones first on the multi-region-pressure
 cluster (the order that lets per-pod scoring fill the best zone's small nodes), land where the
 AppGroup's placement plan puts them; the plan is computed once and kept while it is followed, and the
-AppGroup's network score beats the same order under the profile without plans."""
+AppGroup's network score beats the same order under the profile without plans; an AppGroup asking for
+spec.topologyMode: zone lands in one zone under the soft built-in profile."""
 
 from __future__ import annotations
 
@@ -131,3 +132,18 @@ def test_pods_follow_the_plan_and_beat_per_pod_scoring_in_the_same_order(client,
     with_plan, without = average_score(scenario, spec, planned), average_score(scenario, spec, greedy)
     assert with_plan == pytest.approx(plan.value, abs=1e-6)
     assert with_plan > without + 0.5, (with_plan, without)  # the optimum (99.3) against 98.4 in this order
+
+
+def test_an_appgroup_asking_for_zone_mode_lands_in_one_zone_under_the_soft_profile(client, cluster, fake_kube):
+    """``spec.topologyMode: zone`` stored through the service reaches the extender: the built-in soft
+    ``network`` profile plans and filters the AppGroup in zone mode."""
+    scenario, spec = cluster
+    save_appgroup(spec=replace(spec, topology_mode="zone"), origin="netaware")
+    reset_runtime()
+    placed, _ = roll_out(client, fake_kube, scenario, spec, "network")
+    assert len(placed) == len(spec.workloads)
+    assert len({scenario.node(node).zone for node in placed.values()}) == 1
+    book = runtime().cache.plans
+    assert book.peek(spec.namespace, spec.name) is None  # no soft plan: the zone-mode one was used
+    plan = book.peek(spec.namespace, spec.name, mode="zone")
+    assert plan is not None and not plan.unplaced

@@ -1,7 +1,8 @@
 """Placement plans (apps/scheduler/scoring/plans.py) on tiny synthetic clusters: they respect capacity,
 max network cost and min bandwidth, reach the MILP optimum, plan what fits when the AppGroup does not,
 accept empty and cyclic AppGroups, fall back to the heuristic under a tiny budget, and are kept by the
-plan book until a change makes them invalid."""
+plan book until a change makes them invalid; hard topology modes (the profile's or the AppGroup's
+spec.topologyMode) keep an AppGroup in one zone or make its pods wait."""
 
 from __future__ import annotations
 
@@ -230,3 +231,46 @@ def test_a_plan_with_nothing_to_tell_zones_apart_does_not_narrow_the_candidates(
     assert out.passed == tuple(state.nodes) and out.plan is not None and out.plan["followed"] is False
     chained = compute_plan(state=initial_state(_scenario(), [_chain()]), group=_chain(), budget_s=2.0)
     assert chained.informed
+
+
+def test_an_appgroup_asking_for_zone_mode_is_held_to_it_under_a_soft_profile():
+    """``spec.topologyMode: zone`` on the AppGroup makes a soft profile's plan filter hard (the stricter wins)."""
+    from apps.scheduler.scoring import engine
+    from apps.scheduler.scoring.plans import stricter_mode
+
+    assert stricter_mode("soft", "zone") == "zone" and stricter_mode("zone", "region") == "zone"
+    assert stricter_mode("region", "soft") == "region" and stricter_mode("soft", "soft") == "soft"
+    soft_profile = engine.Profile("soft", (("network-score", 1.0, {}),), ("plan",))
+    # Fits: every pod is steered into the one zone the plan chose, and all of them land there.
+    fits = replace(_chain(cpu=1000), topology_mode="zone")
+    state = evolve(initial_state(_scenario(a_cpu="1"), [fits]), plan_book=PlanBook(budget_s=2.0))
+    zones = set()
+    for workload in ("front", "mid", "back"):
+        out = engine.run_filters(state, _pod(fits, workload).pod, list(state.nodes), soft_profile)
+        assert out.passed and not out.unresolvable.keys() & set(out.passed)
+        zones |= {state.nodes[n].zone for n in out.passed}
+        state = bind(state, _pod(fits, workload), out.passed[0])
+    assert len(zones) == 1
+    # Cannot fit in any zone: the pod the plan leaves out fails every node with the reason; the same
+    # AppGroup left soft is never held back by the plan.
+    for mode in ("zone", "soft"):
+        too_big = replace(_chain(cpu=6000), topology_mode=mode)
+        state = evolve(initial_state(_scenario(), [too_big]), plan_book=PlanBook(budget_s=2.0))
+        plan = state.plan_book.plan_for(state, too_big, mode="zone")
+        waiting = next(w for w, n in plan.unplaced.items() if n)
+        for workload, where in plan.nodes.items():
+            for node in where:
+                state = bind(state, _pod(too_big, workload), node)
+        out = engine.run_filters(state, _pod(too_big, waiting).pod, list(state.nodes), soft_profile)
+        if mode == "soft":
+            assert out.passed and not out.unresolvable
+            continue
+        assert out.passed == () and set(out.unresolvable) == set(state.nodes)
+        assert all("topology mode zone" in reason and "no single zone holds" in reason
+                   for reason in out.unresolvable.values())
+    # An AppGroup asking for a hard mode is not planned softly together with another one's first pod.
+    first, hard = _chain(cpu=1000), replace(_chain(cpu=1000), name="other", topology_mode="zone")
+    state = evolve(initial_state(_scenario(a_cpu="2", a_nodes=2), [first, hard]), plan_book=PlanBook(budget_s=2.0))
+    state.plan_book.plan_for(state, first)
+    assert state.plan_book.peek("default", "other") is None
+    assert state.plan_book.plan_for(state, hard, mode="zone").reason == "first pod of the AppGroup"

@@ -66,11 +66,12 @@ class AppGroupAdmin(admin.ModelAdmin):
         "name",
         "namespace",
         "topology_sorting_algorithm",
+        "topology_mode",
         "origin",
         "last_synced_at",
         "updated_at",
     )
-    list_filter = ("namespace", "origin", "topology_sorting_algorithm")
+    list_filter = ("namespace", "origin", "topology_sorting_algorithm", "topology_mode")
     search_fields = ("name", "namespace", "description")
     readonly_fields = AppGroup.BOOKKEEPING_FIELDS
     inlines = (WorkloadInline, DependencyInline)

@@ -12,6 +12,14 @@ class TopologySortingAlgorithm(models.TextChoices):
     ALTERNATE_TARJAN = "AlternateTarjan", "AlternateTarjan"
 
 
+class TopologyMode(models.TextChoices):
+    """How strictly the plan filter keeps an AppGroup together (the stricter of this and the profile's)."""
+
+    SOFT = "soft", "soft (the plan is a preference)"
+    ZONE = "zone", "zone (all in one zone, or pods wait)"
+    REGION = "region", "region (all in one region, or pods wait)"
+
+
 class Origin(models.TextChoices):
     """Where the AppGroup was last authored: netaware (API, admin, dashboard) or the cluster (kubectl)."""
 

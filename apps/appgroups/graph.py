@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+# How strictly an AppGroup is kept together: soft (a plan is a preference), or all of it in one zone /
+# one region, or its pods wait. ``spec.topologyMode`` and the scheduler profile's plan mode.
+TOPOLOGY_MODES = ("soft", "zone", "region")
+
 
 @dataclass(frozen=True)
 class Sensitivity:
@@ -84,6 +88,9 @@ class AppGroupSpec:
     name: str
     workloads: tuple[WorkloadSpec, ...]
     topology_sorting_algorithm: str = "KahnSort"
+    # soft: a placement plan is a preference; zone / region: all of the AppGroup in one zone / region,
+    # or its pods wait (enforced by the scheduler's plan filter, together with the profile's mode).
+    topology_mode: str = "soft"
 
     def workload(self, name: str) -> WorkloadSpec:
         for workload in self.workloads:

@@ -18,7 +18,7 @@ from django.utils import timezone
 from apps import quantity
 
 from . import validators
-from .choices import Origin, PlacementSource, TopologySortingAlgorithm
+from .choices import Origin, PlacementSource, TopologyMode, TopologySortingAlgorithm
 
 MAX_NETWORK_COST = validators.MAX_NETWORK_COST
 
@@ -68,6 +68,10 @@ class AppGroup(models.Model):
     topology_sorting_algorithm = models.CharField(
         max_length=32, choices=TopologySortingAlgorithm.choices, default=TopologySortingAlgorithm.KAHN
     )
+    topology_mode = models.CharField(
+        max_length=16, choices=TopologyMode.choices, default=TopologyMode.SOFT,
+        help_text="soft: the placement plan is a preference; zone / region: all pods in one zone / region, or they wait.",
+    )
     # Sync bookkeeping (written by apps.appgroups.sync): the cluster object's resourceVersion we
     # last saw or wrote, who authored the current spec, and a hash of the spec we last applied.
     resource_version = models.CharField(max_length=64, blank=True)
@@ -93,6 +97,8 @@ class AppGroup(models.Model):
             ),
             valid_choice("topology_sorting_algorithm", TopologySortingAlgorithm, name="appgroups_appgroup_algorithm_valid",
                          message="Unknown topology sorting algorithm."),
+            valid_choice("topology_mode", TopologyMode, name="appgroups_appgroup_topology_mode_valid",
+                         message="Unknown topology mode."),
             valid_choice("origin", Origin, name="appgroups_appgroup_origin_valid", message="Unknown origin."),
         ]
 

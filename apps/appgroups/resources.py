@@ -28,7 +28,7 @@ from apps import crdschema, quantity
 from apps.fielderrors import FieldError
 
 from . import toposort, validators
-from .graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
+from .graph import TOPOLOGY_MODES, AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
 
 GROUP = "netaware.io"
 VERSION = "v1alpha1"
@@ -71,6 +71,8 @@ def resource_path(path: str) -> str:
         return f"metadata.{path}"
     if path == "topology_sorting_algorithm":
         return "spec.topologySortingAlgorithm"
+    if path == "topology_mode":
+        return "spec.topologyMode"
     if path.startswith("workloads["):
         head, _, last = path.rpartition(".")
         if head and "[" not in last:
@@ -348,7 +350,8 @@ def _netaware_spec(doc: Mapping[str, Any], default_namespace: str) -> AppGroupSp
         dep_paths.append(paths)
     _check_graph(workloads, name_paths, dep_paths)
     return AppGroupSpec(
-        namespace=namespace, name=name, workloads=tuple(workloads), topology_sorting_algorithm=algorithm
+        namespace=namespace, name=name, workloads=tuple(workloads), topology_sorting_algorithm=algorithm,
+        topology_mode=spec.get("topologyMode") or "soft",
     )
 
 
@@ -395,9 +398,11 @@ def _workload_document(workload: WorkloadSpec) -> dict[str, Any]:
 
 
 def spec_document(spec: AppGroupSpec) -> dict[str, Any]:
-    """The ``spec`` of our AppGroup resource (canonical: same spec -> same document)."""
+    """The ``spec`` of our AppGroup resource (canonical: same spec -> same document). ``topologyMode`` is
+    always written: the API server defaults it, so the cluster's copy carries it too."""
     return {
         "topologySortingAlgorithm": spec.topology_sorting_algorithm,
+        "topologyMode": spec.topology_mode,
         "workloads": [_workload_document(workload) for workload in spec.workloads],
     }
 
@@ -435,7 +440,7 @@ def _diktyo_spec(doc: Mapping[str, Any], default_namespace: str) -> AppGroupSpec
     raw_workloads = _list(spec.get("workloads"), "spec.workloads")
     if not raw_workloads:
         raise ResourceError("spec.workloads", "must contain at least one workload")
-    extras = _extras(metadata)
+    extras, mode = _extras(metadata)
     workloads: list[WorkloadSpec] = []
     name_paths: list[str] = []
     dep_paths: list[list[str]] = []
@@ -491,22 +496,27 @@ def _diktyo_spec(doc: Mapping[str, Any], default_namespace: str) -> AppGroupSpec
         dep_paths.append(paths)
     _check_graph(workloads, name_paths, dep_paths)
     return AppGroupSpec(
-        namespace=namespace, name=name, workloads=tuple(workloads), topology_sorting_algorithm=algorithm
+        namespace=namespace, name=name, workloads=tuple(workloads), topology_sorting_algorithm=algorithm,
+        topology_mode=mode,
     )
 
 
-def _extras(metadata: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
+def _extras(metadata: Mapping[str, Any]) -> tuple[Mapping[str, Mapping[str, Any]], str]:
+    """The extras annotation's per-workload fields and topology mode (diktyo has neither)."""
     annotations = _mapping(metadata.get("annotations"), "metadata.annotations", required=False)
     raw = annotations.get(EXTRAS_ANNOTATION)
     if raw in (None, ""):
-        return {}
+        return {}, "soft"
     path = f"metadata.annotations[{EXTRAS_ANNOTATION}]"
     try:
         parsed = json.loads(raw) if isinstance(raw, str) else raw
     except json.JSONDecodeError as exc:
         raise ResourceError(path, f"is not valid JSON: {exc.msg}") from None
-    workloads = _mapping(parsed, path).get("workloads") or {}
-    return _mapping(workloads, f"{path}.workloads")
+    parsed = _mapping(parsed, path)
+    mode = _string(parsed.get("topologyMode"), f"{path}.topologyMode", required=False, default="soft")
+    if mode not in TOPOLOGY_MODES:
+        raise ResourceError(f"{path}.topologyMode", f"must be one of {', '.join(TOPOLOGY_MODES)}")
+    return _mapping(parsed.get("workloads") or {}, f"{path}.workloads"), mode
 
 
 def _diktyo_info(workload: WorkloadSpec, namespace: str) -> dict[str, Any]:
@@ -541,6 +551,8 @@ def _extras_document(spec: AppGroupSpec) -> dict[str, Any]:
                 for dep in workload.dependencies
             }
         workloads[workload.name] = entry
+    if spec.topology_mode != "soft":
+        return {"topologyMode": spec.topology_mode, "workloads": workloads}
     return {"workloads": workloads}
 
 

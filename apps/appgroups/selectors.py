@@ -68,6 +68,7 @@ def _spec(
         name=appgroup.name,
         workloads=tuple(specs),
         topology_sorting_algorithm=appgroup.topology_sorting_algorithm,
+        topology_mode=appgroup.topology_mode,
     )
 
 

@@ -113,6 +113,7 @@ def save_appgroup(
         appgroup.namespace, appgroup.name = spec.namespace, spec.name
     old_key = key_before_save(appgroup=appgroup)
     appgroup.topology_sorting_algorithm = spec.topology_sorting_algorithm
+    appgroup.topology_mode = spec.topology_mode
     appgroup.origin = origin
     if description is not None:
         appgroup.description = description

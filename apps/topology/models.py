@@ -105,7 +105,8 @@ class TopologySnapshot(models.Model):
     # Storage format 3 (format 2 in zstd chunks; snapshot_format); written/read in binary by
     # write_payload/to_topology. The column is STORAGE EXTERNAL (migration 0003): no pglz on top of our
     # chunks, so slices are cheap to read. Formats 1 and 2 (older rows) still load.
-    payload = models.BinaryField(help_text="snapshot format 3: header, float32 arrays, bit-packed flags")
+    payload = models.BinaryField(
+        help_text="snapshot payload, format 3: zstd-compressed chunks of the header, float32 arrays and bit-packed flags")
 
     objects = TopologySnapshotQuerySet.as_manager()
 

@@ -14,7 +14,7 @@ from rest_framework import serializers
 from apps import quantity
 
 from .. import resources, services
-from ..choices import Origin, TopologySortingAlgorithm
+from ..choices import Origin, TopologyMode, TopologySortingAlgorithm
 from ..graph import AppGroupSpec, DependencySpec, Sensitivity, WorkloadSpec
 from ..models import AppGroup, Placement
 
@@ -56,11 +56,13 @@ class AppGroupSerializer(serializers.ModelSerializer):
     topology_sorting_algorithm = serializers.ChoiceField(
         choices=TopologySortingAlgorithm.choices, required=False, default=TopologySortingAlgorithm.KAHN
     )
+    topology_mode = serializers.ChoiceField(choices=TopologyMode.choices, required=False, default=TopologyMode.SOFT)
 
     class Meta:
         model = AppGroup
         read_only_fields = ("origin", *AppGroup.BOOKKEEPING_FIELDS)
-        fields = ("id", "namespace", "name", "description", "topology_sorting_algorithm", *read_only_fields, "workloads")
+        fields = ("id", "namespace", "name", "description", "topology_sorting_algorithm", "topology_mode",
+                  *read_only_fields, "workloads")
         # Uniqueness (namespace, name) is checked by the service's full_clean with the model message.
         validators: list[Any] = []
 
@@ -160,6 +162,7 @@ def spec_from_validated(attrs: dict[str, Any]) -> AppGroupSpec:
         name=attrs.get("name", ""),
         workloads=tuple(workloads),
         topology_sorting_algorithm=attrs.get("topology_sorting_algorithm") or TopologySortingAlgorithm.KAHN,
+        topology_mode=attrs.get("topology_mode") or TopologyMode.SOFT,
     )
 
 

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps import quantity
 from apps.accounts.permissions import missing, page_permission, refusal
 from apps.appgroups import resources, selectors, services, validators
-from apps.appgroups.choices import TopologySortingAlgorithm
+from apps.appgroups.choices import TopologyMode, TopologySortingAlgorithm
 from apps.appgroups.models import AppGroup, Placement
 from apps.scheduler.models import ObservedPod
 from apps.topology.models import Node
@@ -118,6 +118,7 @@ def _editor(request, appgroup: AppGroup | None):  # type: ignore[no-untyped-def]
                     "spec": {"topologySortingAlgorithm": TopologySortingAlgorithm.KAHN, "workloads": []}}
     return render(request, "dashboard/appgroups/editor.html", {
         "appgroup": appgroup, "document": document, "algorithms": TopologySortingAlgorithm.values,
+        "topology_modes": TopologyMode.choices,
         "validate_url": reverse("dashboard-appgroup-validate") + (f"?pk={appgroup.pk}" if appgroup else ""),
         "save_url": reverse("dashboard-appgroup-save") + (f"?pk={appgroup.pk}" if appgroup else ""),
         "preview_url": reverse("dashboard-selector-preview"),

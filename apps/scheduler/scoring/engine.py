@@ -343,6 +343,12 @@ def _parse_plan(params: Mapping[str, Any]) -> dict[str, Any]:
     return {"objective": objective, "mode": mode}
 
 
+def _plan_mode(ctx: _Context, p: Mapping[str, Any]) -> str:
+    """The profile's plan mode, made stricter by the AppGroup's ``spec.topologyMode``."""
+    assert ctx.ref is not None
+    return plans.stricter_mode(p.get("mode", "soft"), ctx.ref.group.topology_mode)
+
+
 def _plan(ctx: _Context, objective: str, mode: str) -> plans.PlacementPlan:
     """The AppGroup's plan: from the state's plan book (kept while valid), else computed; asked once
     per state (``state.memo``)."""
@@ -365,7 +371,7 @@ def _plan_masks(ctx: _Context, p: Mapping[str, Any]) -> tuple[np.ndarray, np.nda
                                                                  tuple[str, ...]]:
     """Candidates on a node, and in a zone, where the plan still wants a pod of this workload."""
     assert ctx.ref is not None
-    plan = _plan(ctx, p["objective"], p.get("mode", "soft"))
+    plan = _plan(ctx, p["objective"], _plan_mode(ctx, p))
     workload = ctx.ref.workload.name
     zones_left = dict(plan.zones_for(workload))
     nodes_left = dict(plan.nodes_for(workload))
@@ -446,7 +452,7 @@ def _filter_plan(ctx: _Context, p: Mapping[str, Any]) -> FilterResult:
                      "reason": plan.reason, "followed": bool(in_zone.any())}
     if plan.diagnosis:
         ctx.plan_info["diagnosis"] = list(plan.diagnosis)
-    mode = p.get("mode", "soft")
+    mode = _plan_mode(ctx, p)
     if mode == "soft" and not plan.informed:
         ctx.notes.append(f"plan {plan.plan_id}: no dependency or measured link tells zones apart; not steering")
         ctx.plan_info["followed"] = False
@@ -746,7 +752,8 @@ def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
         steering: dict[str, str] = {}
         for name in profile.filters:
             soft, hard = FILTERS[name].run(ctx, parsed[name])
-            required = parsed[name].get("mode", "soft") != "soft"  # hard topology mode: a real filter
+            # hard topology mode (the profile's or the AppGroup's): a real filter
+            required = name in STEERING_FILTERS and _plan_mode(ctx, parsed[name]) != "soft"
             target = steering if name in STEERING_FILTERS and not required else (
                 unresolvable if name in UNRESOLVABLE_FILTERS else failed)
             for node, reason in {**soft, **hard}.items():

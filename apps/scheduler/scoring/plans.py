@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import Bounds, milp
 
-from apps.appgroups.graph import AppGroupSpec, Sensitivity
+from apps.appgroups.graph import TOPOLOGY_MODES, AppGroupSpec, Sensitivity
 
 from .linear import Rows
 from .network_overhead import MAX_COST
@@ -45,7 +45,13 @@ from .state import ClusterState, NodeResources, evolve
 DEFAULT_BUDGET_S = 0.050
 OBJECTIVES = ("network-score", "network-cost")
 # soft: the plan is a preference; zone / region: the whole AppGroup in one zone / region, or its pods wait.
-MODES = ("soft", "zone", "region")
+MODES = TOPOLOGY_MODES
+_STRICTNESS = {"soft": 0, "region": 1, "zone": 2}  # one zone implies one region
+
+
+def stricter_mode(*modes: str) -> str:
+    """The strictest of the modes asked (a profile's and an AppGroup's): soft < region < zone."""
+    return max(modes, key=lambda mode: _STRICTNESS.get(mode, 0))
 MAX_PODS_PER_NODE = 110
 # Nodes per zone sampled for the zone-to-zone score matrices (measured pairs are near-uniform in a zone).
 ZONE_SAMPLE = 8
@@ -868,13 +874,14 @@ class PlanBook:
     MAX_JOINT_WORKLOADS = 60
 
     def _unstarted(self, state: ClusterState, group: AppGroupSpec, objective: str) -> list[AppGroupSpec]:
-        """AppGroups with no pod placed and no plan yet, planned together with ``group`` (a few)."""
+        """AppGroups with no pod placed and no plan yet, planned together with ``group`` (a few); not
+        those asking for a hard ``topologyMode``, whose pods will ask for a plan in that mode."""
         out: list[AppGroupSpec] = []
         size = len(group.workloads)
         for other in state.appgroups:
             if (other.namespace, other.name) == (group.namespace, group.name) or (
                     other.namespace, other.name, objective, "soft") in self._plans or not any(
-                    w.replicas > 0 for w in other.workloads):
+                    w.replicas > 0 for w in other.workloads) or other.topology_mode != "soft":
                 continue
             if any(state.placements.get((other.namespace, other.name, w.name)) for w in other.workloads):
                 continue

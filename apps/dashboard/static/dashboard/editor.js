@@ -17,6 +17,7 @@
     namespace: meta.namespace || "default", name: meta.name || "",
     description: ((meta.annotations || {})[DESCRIPTION]) || "",
     algorithm: (doc.spec || {}).topologySortingAlgorithm || "KahnSort",
+    mode: (doc.spec || {}).topologyMode || "soft",
     workloads: ((doc.spec || {}).workloads || []).map(w => ({
       extra: Object.fromEntries(Object.entries(w).filter(([k]) => !["name", "selector", "weight", "dependencies", "replicas"].includes(k))),
       name: w.name || "", weight: w.weight ?? 1, replicas: w.replicas ?? "",
@@ -43,7 +44,7 @@
     if (model.description) metadata.annotations = { [DESCRIPTION]: model.description };
     return {
       apiVersion: doc.apiVersion || "netaware.io/v1alpha1", kind: doc.kind || "AppGroup", metadata,
-      spec: { topologySortingAlgorithm: model.algorithm, workloads: model.workloads.map(w => {
+      spec: { topologySortingAlgorithm: model.algorithm, topologyMode: model.mode, workloads: model.workloads.map(w => {
         const out = Object.assign({}, w.extra, { name: w.name, selector: selectorOf(w) });
         if (num(w.weight) !== undefined) out.weight = num(w.weight);
         if (num(w.replicas) !== undefined) out.replicas = num(w.replicas);
@@ -221,6 +222,8 @@
   });
   form.elements.algorithm.value = model.algorithm;
   form.elements.algorithm.addEventListener("change", () => { model.algorithm = form.elements.algorithm.value; changed(); });
+  form.elements.mode.value = model.mode;
+  form.elements.mode.addEventListener("change", () => { model.mode = form.elements.mode.value; changed(); });
   document.getElementById("add-workload").addEventListener("click", () => {
     const n = model.workloads.length + 1;
     model.workloads.push({ extra: {}, name: "", weight: 1, replicas: "", labels: [["app", ""]], exprs: [], deps: [] });
