@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import prometheus_client
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -53,17 +57,38 @@ class RunningAgent:
         return self.process.returncode
 
 
+@functools.cache
+def world_readable_agent_tree() -> Path:
+    """A copy of what the agent runs (``apps/probes/*.py`` and prometheus_client) that any user can read.
+
+    An agent started as ``nobody`` cannot read a checkout or virtualenv private to its owner (a clone
+    in ``mktemp -d`` is mode 0700), exactly as in its container, where the image holds the code."""
+    tree = Path(tempfile.mkdtemp(prefix="netaware-agent-code-"))
+    tree.chmod(0o755)
+    (tree / "apps" / "probes").mkdir(parents=True)
+    shutil.copy(ROOT / "apps" / "__init__.py", tree / "apps")
+    for module in (ROOT / "apps" / "probes").glob("*.py"):
+        shutil.copy(module, tree / "apps" / "probes")
+    shutil.copytree(Path(prometheus_client.__file__).parent, tree / "prometheus_client",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for path in (tree, *tree.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    atexit.register(shutil.rmtree, tree, ignore_errors=True)
+    return tree
+
+
 def agent_command(node: str, args: Sequence[str], *, prefix: Sequence[str] = ()) -> list[str]:
     return [*prefix, sys.executable, "-m", "apps.probes.agent", "--node", node, *args]
 
 
 def start_agent(node: str, url: str, args: Sequence[str], *, prefix: Sequence[str] = (),
-                env: dict[str, str] | None = None, timeout: float = 15.0) -> RunningAgent:
-    """Start an agent and wait until its /metrics answers (``url`` is how the test reaches it)."""
+                env: dict[str, str] | None = None, timeout: float = 15.0, code: Path = ROOT) -> RunningAgent:
+    """Start an agent and wait until its /metrics answers (``url`` is how the test reaches it);
+    ``code`` is where it imports netaware from (``world_readable_agent_tree()`` for another user)."""
     log_fd, log_name = tempfile.mkstemp(prefix=f"netaware-agent-{node}-", suffix=".log")
     process = subprocess.Popen(
-        agent_command(node, args, prefix=prefix), cwd=ROOT, stdout=log_fd, stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "NETAWARE_PROBE_SECRET": TEST_SECRET, **(env or {})},
+        agent_command(node, args, prefix=prefix), cwd=code, stdout=log_fd, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": str(code), "NETAWARE_PROBE_SECRET": TEST_SECRET, **(env or {})},
     )
     os.close(log_fd)
     agent = RunningAgent(node=node, url=url, process=process, log_path=Path(log_name))
