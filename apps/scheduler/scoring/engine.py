@@ -39,6 +39,7 @@ from .common import (
     resolve_workload,
     topology_positions,
 )
+from .indexes import lookup
 from .state import ClusterState, PodInfo
 
 PROFILE_ANNOTATION = "netaware.io/profile"
@@ -397,11 +398,21 @@ def _plan_masks(ctx: _Context, p: Mapping[str, Any]) -> tuple[np.ndarray, np.nda
 
 def _in_zones(ctx: _Context, zones: frozenset[str]) -> np.ndarray:
     """Which candidates are in ``zones`` (the cluster's node labels; unknown nodes are not)."""
-    nodes = ctx.state.nodes
     if not zones:
         return np.zeros(len(ctx.candidates), dtype=bool)
-    return np.fromiter((n in nodes and nodes[n].zone in zones for n in ctx.candidates), dtype=bool,
-                       count=len(ctx.candidates))
+    places = ctx.state.indexes.places
+    positions = ctx.positions
+    entry = np.full(len(positions), -1, dtype=np.int64)
+    inside = positions >= 0
+    entry[inside] = places.topology_entry[positions[inside]]
+    outside = np.flatnonzero(~inside)
+    if outside.size:  # not in the topology: look the names up
+        entry[outside] = lookup(places.index, [ctx.candidates[i] for i in outside.tolist()])
+    wanted = np.zeros(len(places.zone_codes) + 1, dtype=bool)  # the last entry: not a cluster node
+    wanted[[places.zone_codes[z] for z in zones if z in places.zone_codes]] = True
+    label = np.full(len(positions), -1, dtype=np.int64)
+    label[entry >= 0] = places.label_zone[entry[entry >= 0]]
+    return wanted[label]
 
 
 def _score_plan(ctx: _Context, p: Mapping[str, Any]) -> np.ndarray:

@@ -302,6 +302,12 @@ class Places:
     blank: np.ndarray  # neither zone nor region known
     zone_cost: np.ndarray  # (nz, nz), NaN = not defined
     region_cost: np.ndarray  # (nr, nr)
+    # Zone name -> code; per entry of ``index``, the code of the cluster's own zone label (-1: not a
+    # cluster node; no topology fallback), and per topology position its entry (the plan filter's
+    # zone test without a per-candidate loop).
+    zone_codes: dict[str, int]
+    label_zone: np.ndarray
+    topology_entry: np.ndarray
 
 
 def build_places(nodes: Mapping[str, NodeResources], topology: Topology) -> Places:
@@ -324,12 +330,15 @@ def build_places(nodes: Mapping[str, NodeResources], topology: Topology) -> Plac
     region_cost = np.full((len(regions), len(regions)), np.nan)
     for (a, b), value in topology.region_costs.items():
         region_cost[regions[a], regions[b]] = value
+    index = {n: i for i, n in enumerate(names)}
     return Places(
-        {n: i for i, n in enumerate(names)},
+        index,
         np.array([zones[z] for z, _ in zr], dtype=np.int64),
         np.array([regions[r] for _, r in zr], dtype=np.int64),
         np.array([not z and not r for z, r in zr], dtype=bool),
-        zone_cost, region_cost,
+        zone_cost, region_cost, zones,
+        np.array([zones[nodes[n].zone] if n in nodes else -1 for n in names], dtype=np.int64),
+        lookup(index, topology.nodes),
     )
 
 
