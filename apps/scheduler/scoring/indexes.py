@@ -19,9 +19,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import repeat
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -308,6 +308,9 @@ class Places:
     zone_codes: dict[str, int]
     label_zone: np.ndarray
     topology_entry: np.ndarray
+    # Derived results that hold as long as these places do (the plan's per-workload zone counts,
+    # keyed by workload, each stored with the placements tuple it was counted from).
+    derived: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def build_places(nodes: Mapping[str, NodeResources], topology: Topology) -> Places:

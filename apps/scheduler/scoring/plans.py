@@ -769,14 +769,24 @@ def placed_by_zone(state: ClusterState, group: AppGroupSpec) -> dict[str, dict[s
 
 def _count_by_zone(state: ClusterState, group: AppGroupSpec) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
+    # A workload's counts depend only on its placements tuple (the cache hands out the same tuple
+    # until its pods change) and the nodes' zones (the state's places survive binds, not zone changes).
+    derived = state.indexes.places.derived
     for workload in group.workloads:
-        counts: dict[str, int] = {}
-        for node, n in Counter(state.placements.get((group.namespace, group.name, workload.name), ())).items():
-            res = state.nodes.get(node)
-            if res is not None:  # pods on nodes the cluster no longer lists are not planned around
-                counts[res.zone] = counts.get(res.zone, 0) + n
+        key = ("zone-counts", group.namespace, group.name, workload.name)
+        pods = state.placements.get(key[1:], ())
+        known = derived.get(key)
+        if known is not None and known[0] is pods:
+            counts: dict[str, int] = known[1]
+        else:
+            counts = {}
+            for node, n in Counter(pods).items():
+                res = state.nodes.get(node)
+                if res is not None:  # pods on nodes the cluster no longer lists are not planned around
+                    counts[res.zone] = counts.get(res.zone, 0) + n
+            derived[key] = (pods, counts)
         if counts:
-            out[workload.name] = counts
+            out[workload.name] = dict(counts)
     return out
 
 
