@@ -15,6 +15,7 @@ plugins' 0..100 sums. We compute a 0..100 weighted mean and hand back ``floor(to
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from apps.appgroups.graph import AppGroupSpec
 from apps.fielderrors import FieldError
 
 from . import bandwidth, cold_start, load_aware, network_overhead, network_score, plans
@@ -376,12 +378,13 @@ def _plan_masks(ctx: _Context, p: Mapping[str, Any]) -> tuple[np.ndarray, np.nda
     workload = ctx.ref.workload.name
     zones_left = dict(plan.zones_for(workload))
     nodes_left = dict(plan.nodes_for(workload))
-    for node in placed_nodes(ctx.state, ctx.ref.group, workload):
-        zone = node_zone_region(ctx.state, node)[0]
+    by_zone, by_node = _placed_counts(ctx.state, ctx.ref.group, workload)
+    for zone, count in by_zone.items():
         if zone in zones_left:
-            zones_left[zone] -= 1
+            zones_left[zone] -= count
+    for node, count in by_node.items():
         if node in nodes_left:
-            nodes_left[node] -= 1
+            nodes_left[node] -= count
     zones = tuple(sorted(z for z, n in zones_left.items() if n > 0))
     if not zones and workload not in plan.unplaced:
         # Every planned pod of the workload is placed (more pods than its replicas hint): the extra
@@ -394,6 +397,24 @@ def _plan_masks(ctx: _Context, p: Mapping[str, Any]) -> tuple[np.ndarray, np.nda
     if targets:
         on_node = np.isin(np.asarray(ctx.candidates, dtype=object), np.asarray(targets, dtype=object))
     return on_node & in_zone, in_zone, plan, zones
+
+
+def _placed_counts(state: ClusterState, group: AppGroupSpec, workload: str) -> tuple[Counter[str], Counter[str]]:
+    """Pods of ``workload`` per zone (labels first, then the topology) and per node. Kept on the
+    state's places (they hold while no node changes zone) with the placements tuple counted, so
+    a bind recounts only the workload it placed; callers must not mutate the counters."""
+    pods = placed_nodes(state, group, workload)
+    derived = state.indexes.places.derived
+    key = ("placed-zones-nodes", group.namespace, group.name, workload)
+    known = derived.get(key)
+    if known is not None and known[0] == pods:
+        return known[1], known[2]
+    by_node = Counter(pods)
+    by_zone: Counter[str] = Counter()
+    for node, count in by_node.items():
+        by_zone[node_zone_region(state, node)[0]] += count
+    derived[key] = (pods, by_zone, by_node)
+    return by_zone, by_node
 
 
 def _in_zones(ctx: _Context, zones: frozenset[str]) -> np.ndarray:
