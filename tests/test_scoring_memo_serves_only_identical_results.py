@@ -200,6 +200,38 @@ def test_states_stepped_by_evolve_answer_like_fresh_ones(base):
     _assert_same(_pair(relabelled, pod, names, profile), _cold(relabelled, pod, names, profile))
 
 
+def test_plan_counts_kept_across_binds_match_a_fresh_count(base):
+    """The plan filter keeps each workload's zone and node counts on the state's places (which
+    survive binds) with the placements tuple counted: after binds of one workload at a time, pods
+    removed, and a node moved to another zone, the plan filter and scorer answer like a fresh state,
+    and the counts equal a fresh count."""
+    rng = random.Random(8)
+    profile = engine.BUILTIN_PROFILES["network"]
+    group = paper_appgroup()
+    names = [n for n in base.topology.nodes if n in base.nodes]
+    state = replace(base, plan_book=plans.PlanBook(budget_s=10.0))  # its own: the other tests keep base's plans
+    for step in range(30):
+        key = (group.namespace, group.name, rng.choice(group.workloads).name)
+        pods = state.placements.get(key, ())
+        node = rng.choice(names)
+        # mostly a bind (one more pod of one workload), sometimes a pod deleted
+        placed = pods[1:] if step % 5 == 4 and pods else (*pods, node)
+        res = state.nodes[node]
+        nodes = {**state.nodes, node: replace(res, pod_count=res.pod_count + 1)}
+        state = evolve(state, changed_nodes=(node,), nodes=nodes, placements={**state.placements, key: placed})
+        if step == 20:  # a node moves zone: places are rebuilt, so no count survives it
+            moved = names[step]
+            state = evolve(state, changed_nodes=(moved,),
+                           nodes={**state.nodes, moved: replace(state.nodes[moved], zone="z5")})
+        pod = PodInfo("default", f"{key[2]}-{step}", labels=pod_labels(key[2]))
+        fresh = replace(state)
+        assert plans.placed_by_zone(state, group) == plans.placed_by_zone(fresh, group)
+        for w in group.workloads:
+            assert engine._placed_counts(state, group, w.name) == engine._placed_counts(fresh, group, w.name)
+        candidates = _random_candidates(rng, state)
+        _assert_same(_pair(state, pod, candidates, profile), _cold(state, pod, candidates, profile))
+
+
 def test_a_changed_pod_is_never_served_from_the_memo(base):
     candidates = list(base.topology.nodes)
     profile = engine.BUILTIN_PROFILES["hybrid"]
