@@ -96,7 +96,13 @@ def test_postgres_restart_under_pipeline_and_extender(fake_kube, tmp_path):
             assert worker.poll() is None and beat.poll() is None  # both rode out the outage
 
         for name in names:
-            assert [verb for verb, _, _ in decisions(database, name)] == ["filter", "prioritize"], name
+            verbs = [verb for verb, _, _ in decisions(database, name)]
+            # Each answer of the running extender is stored exactly once. during-0 was also answered by
+            # the extender started during the outage, which the test stops right after: what its decision
+            # log had shipped by then is stored once too (a batch still in the process at SIGTERM may not
+            # be: docs/deploy.md, "When something fails").
+            late = [["filter", "prioritize"][:k] for k in range(3)] if name == "during-0" else [[]]
+            assert verbs[:2] == ["filter", "prioritize"] and verbs[2:] in late, (name, verbs)
         windows = node_windows(database)
     complete = sorted(ts for ts, n in windows.items() if n == NODE_SERIES)
     assert all(n <= NODE_SERIES for n in windows.values())  # none applied twice

@@ -40,7 +40,9 @@ def test_three_agents_measure_rtt_loss_and_bandwidth(agents) -> None:
             # loopback loses nothing; at most the probes still in flight are unanswered
             assert sent - 25 <= received <= sent
             count = s[("netaware_probe_rtt_seconds_count", key)]
-            assert count == received
+            # every answered probe lands in the histogram; a scrape between the two updates of one
+            # answer may see them one apart
+            assert abs(count - received) <= 1, (agent.node, peer, count, received)
             assert 0 < s[("netaware_probe_rtt_seconds_sum", key)] / count < 0.01
             assert s[("netaware_probe_rtt_seconds_bucket", (("le", "+Inf"), *key))] == count
             bandwidth = s.get(("netaware_probe_bandwidth_bits_per_second", key))
