@@ -118,15 +118,13 @@ def stop_process(process: subprocess.Popen, *, timeout: float = 10.0) -> None:
 
 
 def wait_until_ready(process: subprocess.Popen, *, url: str, log: Path, name: str, timeout: float) -> None:
-    """Poll ``url`` until it answers 2xx; raise with the log's tail if the process exits or time runs out."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Poll ``url`` until it answers 2xx; raise with the log's tail if the process exits first."""
+
+    def answers() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"{name} exited with {process.returncode}: {log.read_text(errors='replace')[-2000:]}")
-        try:
-            if requests.get(url, timeout=1).ok:
-                return
-        except requests.RequestException:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(f"{name} did not become ready")
+        with contextlib.suppress(requests.RequestException):
+            return requests.get(url, timeout=1).ok
+        return False
+
+    wait_for(answers, timeout, f"{name} to become ready")
