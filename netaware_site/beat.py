@@ -2,7 +2,7 @@
 
 django-celery-beat's DatabaseScheduler, plus a heartbeat file touched at the start of every tick:
 a beat whose loop hangs (e.g. on a database that stopped answering) stops beating and the kubelet
-restarts it (netaware_site/heartbeat.py).
+restarts it (netaware_core/heartbeat.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from . import heartbeat
+from netaware_core import heartbeat
 
 
 class HeartbeatScheduler(DatabaseScheduler):

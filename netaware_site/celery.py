@@ -13,10 +13,10 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 # Task outcomes for /metrics (netaware_celery_tasks_total), counted in Redis so that every worker
-# process and pod adds to the same totals (netaware_site/metrics.py).
+# process and pod adds to the same totals (netaware_core/metrics.py).
 from celery.signals import task_failure, task_retry, task_success  # noqa: E402
 
-from . import metrics  # noqa: E402
+from netaware_core import metrics  # noqa: E402
 
 
 def _task_name(sender: object) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from apps.fielderrors import BODY, error_body
+from netaware_core.fielderrors import BODY, error_body
 
 from . import health, scrape
 

@@ -1,5 +1,5 @@
-"""``/metrics`` of the web process: the shared counters (netaware_site/metrics.py) plus the topology's
-series (apps/topology/metrics.py), collected when Prometheus scrapes. See netaware_site/metrics.py for
+"""``/metrics`` of the web process: the shared counters (netaware_core/metrics.py) plus the topology's
+series (apps/topology/metrics.py), collected when Prometheus scrapes. See netaware_core/metrics.py for
 what each source is and docs/metrics.md for the series."""
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from apps.topology.metrics import topology_metrics
-
-from . import metrics
+from netaware_core import metrics
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from .env import (
+from netaware_core.env import (
     MIN_SECRET_KEY_LENGTH,
     MIN_TOKEN_LENGTH,
     PRODUCTION,
@@ -200,7 +200,7 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 
 # /metrics (web and extender): ``Authorization: Bearer <token>``. Empty: 404 in production, open in
-# development (netaware_site/metrics.py).
+# development (netaware_core/metrics.py).
 METRICS_TOKEN = env("NETAWARE_METRICS_TOKEN", "")
 METRICS_OPEN_WITHOUT_TOKEN = not PRODUCTION
 if PRODUCTION and METRICS_TOKEN:
@@ -210,12 +210,12 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PARSER_CLASSES": [
-        # The one body loader (JSON or YAML: size, depth and alias limits; netaware_site/parsers.py).
-        "netaware_site.parsers.JSONParser",
-        "netaware_site.parsers.YAMLParser",
-        "netaware_site.parsers.XYAMLParser",
-        "netaware_site.parsers.TextYAMLParser",
-        "netaware_site.parsers.TextXYAMLParser",
+        # The one body loader (JSON or YAML: size, depth and alias limits; netaware_core/parsers.py).
+        "netaware_core.parsers.JSONParser",
+        "netaware_core.parsers.YAMLParser",
+        "netaware_core.parsers.XYAMLParser",
+        "netaware_core.parsers.TextYAMLParser",
+        "netaware_core.parsers.TextXYAMLParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
@@ -234,7 +234,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.BasicAuthentication",
     ],
     # Every 400 as {"detail": ..., "errors": {"field.path": [...]}} (docs/api.md).
-    "EXCEPTION_HANDLER": "netaware_site.api_errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "netaware_core.api_errors.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "netaware API",
@@ -247,7 +247,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "netaware_site.api_errors.document_error_responses",
+        "netaware_core.api_errors.document_error_responses",
     ],
 }
 

@@ -131,13 +131,13 @@ def celery_worker_thread(transactional_db, settings):
 
 @pytest.fixture
 def fake_kube(settings):
-    """A running fake Kubernetes API server (apps/demo/kubeapi.py) that netaware_site.kube
+    """A running fake Kubernetes API server (apps/demo/kubeapi.py) that netaware_core.kube
     talks to: the CRDs in k8s/crds/ are registered (schemas enforced) plus fallbacks for our and the
     diktyo AppGroup/NetworkTopology kinds."""
     from pathlib import Path
 
     from apps.demo.kubeapi import FakeKube
-    from netaware_site import kube
+    from netaware_core import kube
 
     server = FakeKube().start()
     crd_dir = Path(settings.BASE_DIR) / "k8s" / "crds"

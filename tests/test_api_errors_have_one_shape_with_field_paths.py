@@ -16,9 +16,9 @@ import yaml
 from drf_spectacular.generators import SchemaGenerator
 
 from apps.appgroups.models import AppGroup
-from apps.fielderrors import BODY
 from apps.scheduler.models import SchedulerProfile
 from apps.topology.models import TopologySnapshot
+from netaware_core.fielderrors import BODY
 
 pytestmark = pytest.mark.django_db
 

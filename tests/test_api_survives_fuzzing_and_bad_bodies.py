@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from schemathesis import GenerationMode
 
-from apps.fielderrors import BODY
+from netaware_core.fielderrors import BODY
 
 FUZZ_USER, FUZZ_PASSWORD = "fuzzer", "fuzz-Password-9f3kQ2"
 # Per operation and generation mode (schema-conforming, schema-violating); raise it for a longer run.

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from apps import quantity
 from apps.appgroups import resources
 from apps.appgroups.choices import TopologyMode
 from apps.appgroups.graph import TOPOLOGY_MODES, LabelSelector
+from netaware_core import quantity
 from tests.support.scoring_fixtures import pod_labels
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""An AppGroup document's structure is judged by the CRD's openAPIV3Schema in k8s/crds/ (apps.crdschema),
+"""An AppGroup document's structure is judged by the CRD's openAPIV3Schema in k8s/crds/ (netaware_core.crdschema),
 the same schema the (fake) Kubernetes API server applies: every structural error is reported at once
 with its field path, rules only the schema states are enforced, and the semantic rules (selectors,
 quantities, sensitivity sum, graph) follow in resources.py."""
@@ -12,8 +12,8 @@ import pytest
 import requests
 import yaml
 
-from apps import crdschema
 from apps.appgroups import resources
+from netaware_core import crdschema
 
 BOUTIQUE = yaml.safe_load((Path(__file__).resolve().parent.parent / "scenarios" / "online-boutique-appgroup.yaml")
                           .read_text())

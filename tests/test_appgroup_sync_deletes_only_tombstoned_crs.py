@@ -17,7 +17,7 @@ from django.utils import timezone
 from apps.appgroups import resources, selectors, services, sync
 from apps.appgroups.choices import Origin
 from apps.appgroups.models import AppGroup, AppGroupTombstone
-from netaware_site import kube
+from netaware_core import kube
 from tests.support.appgroup_docs import G, P, V, small_appgroup
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ from django.db import transaction
 from apps.appgroups import resources, services
 from apps.appgroups.choices import Origin
 from apps.appgroups.models import AppGroup, AppGroupTombstone
-from netaware_site import kube
+from netaware_core import kube
 from netaware_site.celery import app as celery_app
 from tests.support.appgroup_docs import G, P, V, wait_for
 from tests.support.appgroup_docs import small_appgroup as _small_appgroup

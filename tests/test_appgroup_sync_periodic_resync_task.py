@@ -14,7 +14,7 @@ from django_celery_beat.models import PeriodicTask
 from apps.appgroups import resources, services, tasks
 from apps.appgroups.choices import Origin
 from apps.appgroups.models import AppGroup
-from netaware_site import kube
+from netaware_core import kube
 from tests.support.appgroup_docs import G, P, V, small_appgroup
 
 

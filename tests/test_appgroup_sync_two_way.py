@@ -16,7 +16,7 @@ from django.conf import settings
 from apps.appgroups import resources, selectors, services, sync
 from apps.appgroups.choices import Origin, PlacementSource
 from apps.appgroups.models import AppGroup
-from netaware_site import kube
+from netaware_core import kube
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ import pytest
 
 from apps.appgroups import resources, sync
 from apps.appgroups.models import AppGroup
-from netaware_site import kube
+from netaware_core import kube
 from tests.support.appgroup_docs import G, P, V, wait_for
 from tests.support.appgroup_docs import small_appgroup as _doc
 

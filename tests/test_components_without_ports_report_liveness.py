@@ -1,5 +1,5 @@
 """Beat, the cluster watcher and the AppGroup sync loop have no HTTP port; their Kubernetes
-liveness probe is a heartbeat file their main loop touches (netaware_site/heartbeat.py). Each runs
+liveness probe is a heartbeat file their main loop touches (netaware_core/heartbeat.py). Each runs
 here as a real process (real Celery beat on the test database, the watcher and sync against the
 fake Kubernetes API) and the probe command says "alive" while they run and "dead" once they stop."""
 
@@ -16,7 +16,7 @@ import pytest
 from django.conf import settings as django_settings
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECKER = ROOT / "netaware_site" / "heartbeat.py"
+CHECKER = ROOT / "netaware_core" / "heartbeat.py"
 
 
 def probe(name: str, directory: Path, max_age: float) -> subprocess.CompletedProcess:

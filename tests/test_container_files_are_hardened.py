@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from netaware_site import env
+from netaware_core import env
 
 ROOT = Path(__file__).resolve().parent.parent
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")

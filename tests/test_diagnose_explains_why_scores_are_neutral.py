@@ -8,7 +8,7 @@ import pytest
 
 from apps.demo.kubeapi import FakeKube
 from apps.scheduler import services
-from netaware_site import kube as kube_client
+from netaware_core import kube as kube_client
 from tests.support.extender_wire import k8s_pod, load_testbed, save_boutique, use_extender_test_settings
 
 

@@ -15,7 +15,7 @@ from kubernetes import client as k8s
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
-from netaware_site import kube
+from netaware_core import kube
 
 G, V, P = "netaware.io", "v1alpha1", "appgroups"
 

@@ -203,7 +203,7 @@ def test_base_ships_no_secret_and_demo_generates_usable_ones(rendered):
     secrets = {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in by_kind(rendered["demo"], "Secret")}
     main = {k: base64.b64decode(v).decode() for k, v in secrets[("netaware-system", "netaware")]["data"].items()}
     assert set(main) == {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"}
-    from netaware_site import env
+    from netaware_core import env
 
     env.check_secret("SECRET_KEY", main["SECRET_KEY"], min_length=env.MIN_SECRET_KEY_LENGTH)
     env.check_database_url("DATABASE_URL", main["DATABASE_URL"])

@@ -18,7 +18,7 @@ import redis
 from django.conf import settings
 
 ROOT = Path(__file__).resolve().parent.parent
-TOUCHES_CLUSTER = re.compile(r"\b(sync\.|publish\.|kube\.|netaware_site\.kube|apps\.topology\.publish)")
+TOUCHES_CLUSTER = re.compile(r"\b(sync\.|publish\.|kube\.|netaware_core\.kube|apps\.topology\.publish)")
 
 
 def test_every_task_that_touches_the_cluster_is_routed():

@@ -12,9 +12,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from apps import crdschema
 from apps.appgroups import resources
 from apps.topology import resources as topology_resources
+from netaware_core import crdschema
 
 ROOT = Path(__file__).resolve().parent.parent
 K8S = ROOT / "k8s"
@@ -180,7 +180,7 @@ def strict(schema: dict) -> dict:
     return schema
 
 
-# Our CRDs' schemas as the product reads them (apps/crdschema.py), made strict for our own examples.
+# Our CRDs' schemas as the product reads them (netaware_core/crdschema.py), made strict for our own examples.
 OUR_SCHEMAS = {key: strict(schema) for key, schema in crdschema.crd_schemas().items()}
 
 

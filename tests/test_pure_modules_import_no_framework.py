@@ -30,9 +30,9 @@ PURE = [
     "apps.scheduler.scoring.engine",
     "apps.scheduler.scoring.default_plugins",
     "apps.scheduler.evaluation",
-    "apps.yamlsafe",
-    "apps.fielderrors",
-    "apps.crdschema",
+    "netaware_core.yamlsafe",
+    "netaware_core.fielderrors",
+    "netaware_core.crdschema",
 ]
 
 

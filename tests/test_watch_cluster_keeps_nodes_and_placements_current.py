@@ -16,7 +16,7 @@ from apps.scheduler import selectors
 from apps.scheduler.management.commands.watch_cluster import ClusterWatcher
 from apps.scheduler.models import ObservedPod
 from apps.topology.models import Node
-from netaware_site import kube as kube_client
+from netaware_core import kube as kube_client
 from tests.support.extender_wire import save_boutique, use_extender_test_settings
 
 

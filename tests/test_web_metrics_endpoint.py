@@ -101,7 +101,7 @@ def test_topology_and_pipeline_lag_series(client, token):
                                        data_until=now - timedelta(seconds=120))
     PullWatermark.objects.create(query="rtt", last_end=now - timedelta(seconds=60))
     PullWatermark.objects.create(query="bandwidth", last_end=now - timedelta(seconds=90))
-    from netaware_site import metrics
+    from netaware_core import metrics
 
     metrics.record_publish(version=snapshot.version - 1, data_until=(now - timedelta(seconds=300)).timestamp())
 
@@ -192,7 +192,7 @@ def own_redis():
 
 @pytest.mark.django_db
 def test_scrape_survives_redis_going_away(client, token, settings, own_redis):
-    from netaware_site import metrics
+    from netaware_core import metrics
 
     proc, url = own_redis
     settings.REDIS_URL = url

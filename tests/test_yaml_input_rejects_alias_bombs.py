@@ -17,7 +17,7 @@ from apps.probes.scenario import ScenarioError, load_scenario
 from apps.scheduler.evaluation import EvaluationInputError
 from apps.scheduler.evaluation.adapter import load_appgroups
 from apps.topology.models import TopologySnapshot
-from apps.yamlsafe import UnsafeYAMLError, load_yaml
+from netaware_core.yamlsafe import UnsafeYAMLError, load_yaml
 from tests.support.dashboard_seed import seed_boutique
 
 ROOT = Path(__file__).resolve().parent.parent

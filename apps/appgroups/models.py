@@ -15,7 +15,7 @@ from django.db.models import F, Q
 from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
-from apps import quantity
+from netaware_core import quantity
 
 from . import validators
 from .choices import Origin, PlacementSource, TopologyMode, TopologySortingAlgorithm

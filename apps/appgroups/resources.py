@@ -24,8 +24,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from apps import crdschema, quantity
-from apps.fielderrors import FieldError
+from netaware_core import crdschema, quantity
+from netaware_core.fielderrors import FieldError
 
 from . import toposort, validators
 from .graph import TOPOLOGY_MODES, AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
@@ -297,7 +297,7 @@ def _with_selector_objects(doc: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _netaware_spec(doc: Mapping[str, Any], default_namespace: str) -> AppGroupSpec:
     """Structure (types, required fields, enums, patterns, bounds) is the CRD's openAPIV3Schema's
-    (``apps.crdschema``), every violation reported at once; what follows are the semantic rules the
+    (``netaware_core.crdschema``), every violation reported at once; what follows are the semantic rules the
     schema cannot say: selector rules, quantities, the sensitivity sum, the graph."""
     doc = _with_selector_objects(doc)
     errors = crdschema.document_errors(doc)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django.db.models import Prefetch, QuerySet
 
-from apps import quantity
+from netaware_core import quantity
 
 from . import resources
 from .graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec

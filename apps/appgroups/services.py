@@ -23,9 +23,8 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps import quantity
-from apps.fielderrors import FieldError
-from netaware_site import kube
+from netaware_core import kube, quantity
+from netaware_core.fielderrors import FieldError
 
 from . import resources, validators
 from .choices import Origin, PlacementSource

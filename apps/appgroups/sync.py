@@ -41,8 +41,8 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 
-from netaware_site import kube, metrics
-from netaware_site.informer import ListWatch
+from netaware_core import kube, metrics
+from netaware_core.informer import ListWatch
 
 from . import resources, selectors, services
 from .choices import Origin

@@ -11,7 +11,7 @@ import reprlib
 from collections.abc import Mapping
 from typing import Any
 
-from apps.fielderrors import FieldError
+from netaware_core.fielderrors import FieldError
 
 # Used verbatim in the CRD schemas so the API server enforces the same syntax.
 DNS1123_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"

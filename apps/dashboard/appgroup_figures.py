@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from apps import quantity
 from apps.appgroups.graph import AppGroupSpec
 from apps.appgroups.models import AppGroup, Placement
 from apps.scheduler.evaluation.adapter import network_scores_at
@@ -22,6 +21,7 @@ from apps.scheduler.evaluation.metrics import network_metrics
 from apps.scheduler.selectors import build_cluster_state
 from apps.topology.models import Node
 from apps.topology.selectors import current_snapshot
+from netaware_core import quantity
 
 MAX_EDGE_TEXT = 12
 

@@ -16,7 +16,7 @@ from django import forms
 
 from apps.appgroups import resources, services
 from apps.appgroups.models import AppGroup
-from netaware_site.parsers import BodyError, load_document
+from netaware_core.parsers import BodyError, load_document
 
 MAX_YAML_BYTES = 1024 * 1024  # an AppGroup resource is a few KiB; the editor never needs more
 

@@ -12,7 +12,7 @@ Usage::
 
     with FakeKube() as fake:                      # or fake = FakeKube().start(); ...; fake.stop()
         fake.register_crd_file("k8s/crds/appgroup.yaml")        # or fake.register(...)
-        settings.NETAWARE["KUBE_API_URL"] = fake.url             # then netaware_site.kube.reset_clients()
+        settings.NETAWARE["KUBE_API_URL"] = fake.url             # then netaware_core.kube.reset_clients()
         fake.add_node("n1", zone="A", region="r1")
         fake.add_pod("default", "web-1", labels={"app": "web"})
         ...
@@ -44,7 +44,7 @@ Routes (``{g}``/``{v}`` of any registered resource; core resources live under ``
   ``/api/v1/events``), ``namespaces``; ``POST /api/v1/namespaces/{ns}/pods/{name}/binding`` sets
   ``spec.nodeName`` and answers a ``Status`` Success 201 (409 when already bound) — the generated client
   cannot deserialize that Status into a V1Binding, call it with ``_preload_content=False`` (see
-  ``netaware_site.kube.bind_pod``). ``GET /version``.
+  ``netaware_core.kube.bind_pod``). ``GET /version``.
 
 Test hooks (all thread-safe):
 
@@ -100,8 +100,8 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 import yaml
 
-from apps import crdschema
 from apps.appgroups import validators
+from netaware_core import crdschema
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (group, version, plural)

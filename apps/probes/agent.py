@@ -198,7 +198,7 @@ class Config:
 
 
 def _env_value(env: Mapping[str, str], key: str, default: _N, parse: Callable[[str], _N], what: str) -> _N:
-    """``key`` parsed, ``default`` when unset or empty (the agent runs without Django, so not netaware_site.env)."""
+    """``key`` parsed, ``default`` when unset or empty (the agent runs without Django, so not netaware_core.env)."""
     raw = env.get(key)
     if raw is None or raw == "":
         return default

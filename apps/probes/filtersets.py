@@ -1,6 +1,6 @@
 import django_filters
 
-from netaware_site.filters import UTCIsoDateTimeFilter
+from netaware_core.filters import UTCIsoDateTimeFilter
 
 from .choices import NodeSeries, PairSeries
 from .models import NodeSample, PairSample, PullWatermark

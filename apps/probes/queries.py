@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from apps.fielderrors import FieldError
-from apps.yamlsafe import load_yaml
+from netaware_core.fielderrors import FieldError
+from netaware_core.yamlsafe import load_yaml
 
 from . import metrics
 from .choices import NodeSeries, PairSeries

@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from apps import quantity
-from apps.fielderrors import FieldError
-from apps.yamlsafe import load_yaml
+from netaware_core import quantity
+from netaware_core.fielderrors import FieldError
+from netaware_core.yamlsafe import load_yaml
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
@@ -83,7 +83,7 @@ class Scenario:
 
 
 def _quantity(value: Any, path: str, convert: Callable[[Any], int]) -> int:
-    """A positive Kubernetes quantity through ``apps.quantity`` (the project's one parser)."""
+    """A positive Kubernetes quantity through ``netaware_core.quantity`` (the project's one parser)."""
     try:
         number = convert(value)
     except quantity.QuantityError as exc:

@@ -17,9 +17,9 @@ import numpy as np
 from django.db import DatabaseError, InterfaceError
 
 from apps.appgroups import validators
-from apps.fielderrors import FieldError
 from apps.scheduler.scoring.state import PodInfo
-from netaware_site import kube
+from netaware_core import kube
+from netaware_core.fielderrors import FieldError
 
 from . import selectors, wire
 from .scoring import engine

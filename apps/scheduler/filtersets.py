@@ -5,7 +5,7 @@ from __future__ import annotations
 import django_filters
 from django.db.models import Q, QuerySet
 
-from netaware_site.filters import UTCIsoDateTimeFilter
+from netaware_core.filters import UTCIsoDateTimeFilter
 
 from .choices import Verb
 from .models import Decision

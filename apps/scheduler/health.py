@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from netaware_site.metrics import authorization_status
+from netaware_core.metrics import authorization_status
 
 from . import metrics
 from .runtime import current_runtime

@@ -44,8 +44,8 @@ from apps.appgroups.selectors import all_appgroup_specs, workload_ids
 from apps.appgroups.services import record_placements
 from apps.probes.selectors import node_usage
 from apps.topology.selectors import current_topology
-from netaware_site import kube
-from netaware_site.informer import ListWatch
+from netaware_core import kube
+from netaware_core.informer import ListWatch
 
 from . import selectors, wire
 from .cache import BindRefused, CacheView, PodRecord, SchedulingCache, WorkloadKey

@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 import orjson
 
-from apps import quantity
 from apps.scheduler.cache import NodeRecord, PodRecord
 from apps.scheduler.scoring.state import NodeResources, PodInfo
+from netaware_core import quantity
 
 _T = TypeVar("_T")
 
@@ -118,11 +118,11 @@ def load_json(body: bytes) -> Any:
         raise WireError(f"body: malformed JSON ({exc})") from exc
 
 
-# --- Kubernetes resource quantities (apps.quantity: one parser for the whole project) -------------
+# --- Kubernetes resource quantities (netaware_core.quantity: one parser for the whole project) -------------
 
 
 def _quantity(parse: Callable[[Any], _T], value: Any, where: str) -> _T:
-    """Apply one of apps.quantity's parsers, its error named by the field's path."""
+    """Apply one of netaware_core.quantity's parsers, its error named by the field's path."""
     try:
         return parse(value)
     except quantity.QuantityError as exc:

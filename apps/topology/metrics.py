@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from apps.probes.models import PullWatermark
-from netaware_site import metrics
+from netaware_core import metrics
 
 from . import selectors
 from .choices import SnapshotSource

@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from kubernetes.client.exceptions import ApiException
 
-from netaware_site import kube, metrics
+from netaware_core import kube, metrics
 
 from . import selectors
 from .models import TopologySnapshot

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from apps import quantity
+from netaware_core import quantity
 
 from .topomath import EXTREMA_FIELDS, EXTREMA_KEYS, Topology
 

@@ -8,7 +8,7 @@ from typing import Any
 from celery import shared_task
 from kubernetes.config import ConfigException
 
-from netaware_site import kube
+from netaware_core import kube
 
 from . import publish, services
 

@@ -25,7 +25,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from apps.fielderrors import FieldError
+from netaware_core.fielderrors import FieldError
 
 # Cost units of the KEP's NetworkOverhead when nothing better is known.
 SAME_NODE_COST = 0.0

@@ -11,7 +11,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from apps import quantity
+from netaware_core import quantity
 
 from .. import resources, services
 from ..choices import Origin, TopologyMode, TopologySortingAlgorithm

@@ -1,7 +1,7 @@
 """AppGroup API: nested CRUD, resource import/export, placements and topological order.
 
 Views stay thin: conversion lives in resources.py, writes in services.py, reads in selectors.py.
-Every 400 leaves through netaware_site.api_errors' handler: {"detail", "errors": {field path: messages}}.
+Every 400 leaves through netaware_core.api_errors' handler: {"detail", "errors": {field path: messages}}.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.fielderrors import BODY
+from netaware_core.fielderrors import BODY
 
 from .. import resources, selectors, services, toposort
 from ..filtersets import AppGroupFilterSet, PlacementFilterSet

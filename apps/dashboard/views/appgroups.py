@@ -19,13 +19,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from apps import quantity
 from apps.accounts.permissions import missing, page_permission, refusal
 from apps.appgroups import resources, selectors, services, validators
 from apps.appgroups.choices import TopologyMode, TopologySortingAlgorithm
 from apps.appgroups.models import AppGroup, Placement
 from apps.scheduler.models import ObservedPod
 from apps.topology.models import Node
+from netaware_core import quantity
 
 from ..appgroup_figures import graph_figure, placement_scores
 from ..forms import AppGroupYAMLForm, document_yaml

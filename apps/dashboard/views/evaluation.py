@@ -18,7 +18,7 @@ from apps.appgroups import services
 from apps.appgroups.models import AppGroup
 from apps.scheduler.evaluation import EvaluationInputError, report_figure, run_evaluation
 from apps.scheduler.evaluation.simulate import PAPER_PROFILES, parse_profile
-from apps.yamlsafe import load_yaml
+from netaware_core.yamlsafe import load_yaml
 
 MAX_SEEDS = 100
 DB_PREFIX = "db:"

@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.fielderrors import error_body
+from netaware_core.fielderrors import error_body
 
 from .. import services
 from ..diagnose import DiagnoseError, diagnose_pod, parse_diagnose_query
@@ -73,6 +73,6 @@ class DiagnoseView(APIView):
             report = diagnose_pod(parse_diagnose_query(request.query_params))
         except DiagnoseError as exc:
             if exc.status == status.HTTP_400_BAD_REQUEST:
-                raise  # the API's one 400 shape (netaware_site/api_errors.py)
+                raise  # the API's one 400 shape (netaware_core/api_errors.py)
             return Response(error_body(exc.errors), status=exc.status)  # 404/503 in the same shape
         return Response(report, status=status.HTTP_200_OK)

@@ -23,7 +23,7 @@ from apps.scheduler.scoring.common import WorkloadRef
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo
 from apps.topology.scenario_topology import topology_from_scenario
 from apps.topology.topomath import Topology
-from apps.yamlsafe import load_yaml
+from netaware_core.yamlsafe import load_yaml
 
 
 class EvaluationInputError(ValueError):

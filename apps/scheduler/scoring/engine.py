@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from apps.appgroups.graph import AppGroupSpec
-from apps.fielderrors import FieldError
+from netaware_core.fielderrors import FieldError
 
 from . import bandwidth, cold_start, load_aware, network_overhead, network_score, plans
 from .common import (

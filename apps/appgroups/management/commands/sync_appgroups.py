@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from kubernetes.config import ConfigException
 
 from apps.appgroups import sync
-from netaware_site import heartbeat
+from netaware_core import heartbeat
 
 
 class Command(BaseCommand):

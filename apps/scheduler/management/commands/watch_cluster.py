@@ -5,7 +5,7 @@ the list, including deletions missed while away), then watch from the list's res
 resuming from the last seen version after a dropped stream, re-listing on 410 Gone, backing off
 with jitter on errors. ``--once`` runs a single list pass and exits (cron/tests).
 
-The loop itself is ``netaware_site.informer.ListWatch``, shared with the extender's informers.
+The loop itself is ``netaware_core.informer.ListWatch``, shared with the extender's informers.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from apps.scheduler.models import ObservedPod
 from apps.scheduler.runtime import notify_change
 from apps.topology.models import Node
 from apps.topology.services import upsert_node
-from netaware_site import heartbeat, kube
-from netaware_site.informer import ListWatch
+from netaware_core import heartbeat, kube
+from netaware_core.informer import ListWatch
 
 log = logging.getLogger("netaware.watch_cluster")
 
@@ -115,7 +115,7 @@ class ClusterWatcher:
         remove_placement(pod_namespace=namespace, pod_name=name)
         self.changed = True
 
-    # --- list + watch (netaware_site.informer.ListWatch) ----------------------------------------
+    # --- list + watch (netaware_core.informer.ListWatch) ----------------------------------------
 
     def on_list(self, kind: str, items: list[dict[str, Any]], version: str) -> None:
         if not connection.in_atomic_block:  # drop a connection the database closed on us

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.topology import services
 from apps.topology.topomath import TopologyDocumentError
-from apps.yamlsafe import load_yaml
+from netaware_core.yamlsafe import load_yaml
 
 
 class Command(BaseCommand):

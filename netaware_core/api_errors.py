@@ -16,7 +16,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from apps.fielderrors import BODY, FieldError, error_body
+from netaware_core.fielderrors import BODY, FieldError, error_body
 
 __all__ = ["ERROR_SCHEMA", "api_exception_handler", "document_error_responses", "flatten_errors"]
 

@@ -3,7 +3,7 @@
 Every API view parses bodies with the parser classes here (``REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"]``)
 and every page that takes a document calls ``load_document``: one set of limits (size, nesting depth,
 no YAML aliases) and one set of messages (docs/api.md). Their errors reach the client in the one 400
-shape of ``netaware_site.api_errors``, under the path ``BODY``.
+shape of ``netaware_core.api_errors``, under the path ``BODY``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import yaml
 from django.conf import settings
 from rest_framework import exceptions, parsers
 
-from apps.fielderrors import BODY
-from apps.yamlsafe import DEFAULT_MAX_DEPTH, UnsafeYAMLError, load_yaml
+from netaware_core.fielderrors import BODY
+from netaware_core.yamlsafe import DEFAULT_MAX_DEPTH, UnsafeYAMLError, load_yaml
 
 __all__ = ["BODY", "YAML_MEDIA_TYPES", "BodyError", "JSONParser", "YAMLParser", "load_document"]
 
@@ -36,7 +36,7 @@ def load_document(
 ) -> Any:
     """The single document in ``data`` (JSON, or YAML when ``yaml_syntax``), or BodyError.
 
-    YAML goes through ``apps.yamlsafe`` (no aliases/anchors, depth-capped) and must hold exactly one
+    YAML goes through ``netaware_core.yamlsafe`` (no aliases/anchors, depth-capped) and must hold exactly one
     document; JSON refuses NaN/Infinity literals (as DRF's strict mode does) and a nesting that would
     exhaust the recursion limit. Syntax errors name the line and column.
     """

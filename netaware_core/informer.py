@@ -58,7 +58,7 @@ class ListWatch:
         self.on_event = on_event
         self.on_error = on_error or (lambda message: None)
         self.on_note = on_note or (lambda message: None)
-        # Called at the start of every list/watch round (a liveness heartbeat, netaware_site/heartbeat.py).
+        # Called at the start of every list/watch round (a liveness heartbeat, netaware_core/heartbeat.py).
         self.on_round = on_round or (lambda: None)
         self.stop = stop or threading.Event()
         self.watch_timeout = watch_timeout

@@ -1,7 +1,7 @@
 """Liveness for processes without an HTTP port (Celery beat, the cluster watcher, the AppGroup sync).
 
 The process calls ``touch(name)`` from its main loop; the kubelet runs
-``python /app/netaware_site/heartbeat.py NAME --max-age SECONDS``, which exits non-zero when the file
+``python /app/netaware_core/heartbeat.py NAME --max-age SECONDS``, which exits non-zero when the file
 is older than that (the loop is stuck) or missing. The checker imports only the standard library,
 so a probe costs a few milliseconds, never a Django start-up. Without ``NETAWARE_HEARTBEAT_DIR``
 ``touch`` does nothing (development, tests).

@@ -4,7 +4,7 @@ Every parser and validator of user input (resource documents, selectors, profile
 queries files, topology documents, the AppGroup service) raises a subclass: the subclass says which
 kind of input, ``errors`` maps dotted/indexed field paths (``spec.workloads[2].selector``; "" for the
 input as a whole) to messages. The API turns any of them into its one 400 shape
-(netaware_site/api_errors.py); the CLIs print ``str(exc)``.
+(netaware_core/api_errors.py); the CLIs print ``str(exc)``.
 """
 
 from __future__ import annotations
