@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import io
 import re
-import shutil
-import subprocess
 
 import pytest
 from django.core.management import call_command
@@ -18,6 +16,7 @@ from apps.probes.scenario import load_scenario
 from apps.topology.scenario_topology import topology_from_scenario
 from tests.support.extender_server import extender_server
 from tests.support.extender_wire import PAPER_TESTBED, store_topology
+from tests.support.kubectl import kubectl
 
 pytestmark = pytest.mark.slow
 
@@ -45,10 +44,7 @@ def test_rollout_places_the_appgroup_network_aware(transactional_db, fake_kube):
         assert "scheduled 11/11 pods" in again.getvalue()
         assert len(fake_kube.list("", "v1", "pods", namespace="default")) == 11
 
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl is installed by scripts/test.sh (Debian's kubernetes-client where none is)"
-    listing = subprocess.run([kubectl, "--server", fake_kube.url, "get", "nodes,pods", "-o", "wide"],
-                             capture_output=True, text=True, timeout=60)
+    listing = kubectl("--server", fake_kube.url, "get", "nodes,pods", "-o", "wide", timeout=60)
     assert listing.returncode == 0, listing.stderr
     assert "n1402" in listing.stdout and "frontend-0" in listing.stdout
     row = next(line for line in listing.stdout.splitlines() if "frontend-0" in line)

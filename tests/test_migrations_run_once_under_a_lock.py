@@ -10,28 +10,27 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from django.db import connection
 
 from netaware_site.migrate_locked import LOCK_KEY
+from tests.support.isolation import database_url
+from tests.support.stack import drop_database, with_database
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
 def fresh_database():
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/netaware")
-    parts = urlsplit(base)
+    # The session's credentials (the CREATEDB role scripts/test.sh sets up), another database.
+    admin = database_url({**connection.settings_dict, "NAME": "postgres"})
     name = f"netaware_migrate_{uuid.uuid4().hex[:10]}"
-    admin = urlunsplit(parts._replace(path="/postgres"))
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    url = urlunsplit(parts._replace(path=f"/{name}"))
-    yield url
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    yield with_database(admin, name)
+    drop_database(admin, name)
 
 
 def run(url: str, *args: str, **kwargs) -> subprocess.Popen:

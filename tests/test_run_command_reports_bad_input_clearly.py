@@ -8,6 +8,7 @@ who is neither root nor has sudo. Afterwards ``bash scripts/up.sh stop`` succeed
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -19,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import debian_pg
-from tests.support.prometheus import free_port
-from tests.support.stack import base_env, run_up, with_database
+from tests.support.stack import DEFAULT_PORTS, base_env, own_ports, run_up, with_database
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
@@ -28,13 +28,12 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def up_env(tmp_path):
-    """Environment of an up.sh run of its own: state directory, free ports, a database name of its own."""
+    """Environment of an up.sh run of its own: state directory, a free port for every port it listens on
+    (a stack on the default ports may be running), a database name of its own."""
     state = tmp_path / "state"
     env = base_env(
         NETAWARE_STATE_DIR=str(state),
-        NETAWARE_WEB_PORT=str(free_port()),
-        NETAWARE_PROMETHEUS_PORT=str(free_port()),
-        NETAWARE_EMULATOR_PORT=str(free_port()),
+        **own_ports(),
         DATABASE_URL=with_database(os.environ["DATABASE_URL"], f"netaware_badinput_{os.getpid()}"),
     )
     yield env
@@ -79,6 +78,25 @@ def test_a_scenario_with_an_error_names_the_file_and_the_field(up_env, tmp_path)
     result = run_up(up_env)
     assert_one_clear_error(result, str(scenario), "regions: must be a list", "NETAWARE_SCENARIO")
     assert_stop_leaves_nothing(up_env)
+
+
+def test_the_fixture_moves_every_port_so_it_runs_beside_a_stack_on_the_defaults(up_env, tmp_path):
+    # Every default port is taken (by a running stack, or here by the test): the run gets past both
+    # port checks and stops at the scenario, which up.sh checks after them.
+    assert set(DEFAULT_PORTS) >= {"NETAWARE_WEB_PORT", "NETAWARE_KUBE_PORT", "NETAWARE_EXTENDER_PORT"}
+    with contextlib.ExitStack() as held:
+        for port in DEFAULT_PORTS.values():
+            sock = held.enter_context(socket.socket())
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            with contextlib.suppress(OSError):  # already taken: as good
+                sock.bind(("127.0.0.1", port))
+                sock.listen()
+        scenario = tmp_path / "broken.yaml"
+        scenario.write_text("name: broken\nregions: 5\n")
+        up_env["NETAWARE_SCENARIO"] = str(scenario)
+        result = run_up(up_env)
+    error = assert_one_clear_error(result, str(scenario), "regions: must be a list")
+    assert "already in use" not in error
 
 
 @pytest.fixture
