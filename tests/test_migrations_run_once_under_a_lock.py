@@ -17,6 +17,7 @@ from django.db import connection
 
 from netaware_site.migrate_locked import LOCK_KEY
 from tests.support.isolation import database_url
+from tests.support.processes import wait_for
 from tests.support.stack import drop_database, with_database
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +79,12 @@ def test_a_run_waits_for_the_lock_holder(fresh_database):
     with psycopg.connect(fresh_database, autocommit=True) as holder:
         holder.execute("SELECT pg_advisory_lock(%s)", [LOCK_KEY])
         proc = run(fresh_database)
-        time.sleep(6)  # long enough for Django to start and reach the lock
+        # Until it waits on the lock (Django's start-up takes seconds on a busy machine), then a while.
+        wait_for(lambda: proc.poll() is not None or holder.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = "
+            "(SELECT oid FROM pg_database WHERE datname = current_database())").fetchone()[0] > 0,
+            120, "migrate_locked to wait for the advisory lock")
+        time.sleep(2)
         assert proc.poll() is None, "migrate_locked did not wait for the lock"
         assert applied(fresh_database) == 0
         holder.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])

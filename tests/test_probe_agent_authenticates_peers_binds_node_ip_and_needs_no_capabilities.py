@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from apps.probes.agent_auth import sign_request
+from tests.support import privilege
 from tests.support.agents import TEST_SECRET, signed, start_agent, world_readable_agent_tree
 from tests.support.prometheus import free_port
 
@@ -118,9 +119,9 @@ def test_runs_as_nobody_with_every_capability_dropped(agents) -> None:
         *common, "--metrics-port", str(pa), "--iperf-port", str(ia), "--peers", f"ha-nobody=127.0.0.1:{pb}"])
     nobody = start_agent("ha-nobody", f"http://127.0.0.1:{pb}", [
         *common, "--metrics-port", str(pb), "--iperf-port", str(ib), "--peers", f"ha-plain=127.0.0.1:{pa}"],
-        prefix=UNPRIVILEGED, code=world_readable_agent_tree())
+        prefix=privilege.as_root(*UNPRIVILEGED), code=world_readable_agent_tree())
     agents += [plain, nobody]
-    status = Path(f"/proc/{nobody.process.pid}/status").read_text()
+    status = Path(f"/proc/{nobody.pid}/status").read_text()
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     assert fields["Uid"].split()[0] == "65534"
     for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import debian_pg
+from tests.support import debian_pg, privilege
 from tests.support.stack import DEFAULT_PORTS, base_env, own_ports, run_up, with_database
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,8 +124,9 @@ def test_a_database_url_whose_password_is_refused_says_so(up_env, scram_cluster)
 
 
 def test_no_root_and_no_sudo_says_which_steps_need_root(up_env):
-    if os.geteuid() != 0 or shutil.which("runuser") is None:
-        pytest.skip("needs root to run the command as the unprivileged user nobody")
+    # The command runs as the unprivileged user nobody, started as root (itself, or through sudo).
+    if (reason := privilege.unavailable()) is not None or privilege.which("runuser") is None:
+        pytest.skip(f"runs the command as the user nobody: {reason or 'runuser is missing (util-linux)'}")
     # A PATH like the machine's, minus sudo: the user can do everything but become root.
     bin_dir = Path(tempfile.mkdtemp(prefix="netaware-nosudo-"))
     try:
@@ -138,7 +139,7 @@ def test_no_root_and_no_sudo_says_which_steps_need_root(up_env):
         # pytest's tmp_path is private to root: the user needs a state directory it can reach.
         state = Path(tempfile.mkdtemp(prefix="netaware-nobody-", dir=bin_dir)) / "state"
         state.mkdir()
-        shutil.chown(state, "nobody")
+        privilege.run("chown", "nobody", str(state))
         os.chmod(state.parent, 0o755)
         up_env["NETAWARE_STATE_DIR"] = str(state)
         # The clone may sit where nobody cannot read (CI's is anywhere): the checks that come before
@@ -149,7 +150,8 @@ def test_no_root_and_no_sudo_says_which_steps_need_root(up_env):
             path.chmod(0o755)
         env = {k: v for k, v in up_env.items() if k not in {"DATABASE_URL", "DATABASE_URL_FILE"}}
         env.update(PATH=f"{bin_dir}", HOME=str(state), NETAWARE_VENV=str(Path(sys.executable).parent.parent))
-        as_nobody = ["runuser", "-u", "nobody", "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()]]
+        as_nobody = privilege.as_root("runuser", "-u", "nobody", "--", "env", "-i",
+                                      *[f"{k}={v}" for k, v in env.items()])
         result = subprocess.run([*as_nobody, "bash", str(scripts / "up.sh")], cwd=scripts,
                                 capture_output=True, text=True, timeout=120)
         assert_one_clear_error(result, "neither root nor has sudo", "PostgreSQL", "Run the command as root",
@@ -158,4 +160,4 @@ def test_no_root_and_no_sudo_says_which_steps_need_root(up_env):
                                  capture_output=True, text=True, timeout=120)
         assert stopped.returncode == 0, stopped.stderr
     finally:
-        shutil.rmtree(bin_dir, ignore_errors=True)
+        privilege.remove_tree(bin_dir)  # nobody wrote into its state directory
