@@ -103,12 +103,11 @@ def test_shaped_bandwidth_and_random_loss_reach_the_stored_topology(prometheus_f
                 assert bw > 2 * SHAPED_MBIT, report
             if pair in lossy:
                 assert loss == pytest.approx(100 * LOSS, abs=4.0), report
-            elif pair in shaped:
-                # The token bucket also drops probes while iperf fills it (tail drop, what TCP backs off
-                # on): some loss, well below the random drop's.
-                assert loss < 100 * LOSS / 2, report
             else:
-                assert loss < 2.0, report
+                # While iperf fills a link, probes share its queue: the token bucket's tail drops, or a
+                # veth backlog overflowing on a busy CPU, lose a few (up to 2.8 % seen). Well below the
+                # random drop's, which is what reaches the topology as loss.
+                assert loss < 100 * LOSS / 2, report
             # RTT is measured on every pair but not shaped (no netem), so only its presence is checked
             assert 0 < measured["latency_ms"].get(pair, 0) < 1000, report
     finally:
