@@ -120,10 +120,11 @@ def test_runs_as_nobody_with_every_capability_dropped(agents) -> None:
               "--quantile-window", "10"]
     plain = start_agent("ha-plain", f"http://127.0.0.1:{pa}", [
         *common, "--metrics-port", str(pa), "--iperf-port", str(ia), "--peers", f"ha-nobody=127.0.0.1:{pb}"])
+    agents.append(plain)  # stopped by the fixture even if the second one fails to start
     nobody = start_agent("ha-nobody", f"http://127.0.0.1:{pb}", [
         *common, "--metrics-port", str(pb), "--iperf-port", str(ib), "--peers", f"ha-plain=127.0.0.1:{pa}"],
         prefix=privilege.as_root(*UNPRIVILEGED), code=world_readable_agent_tree())
-    agents += [plain, nobody]
+    agents.append(nobody)
     status = Path(f"/proc/{nobody.pid}/status").read_text()
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     assert fields["Uid"].split()[0] == "65534"
