@@ -9,7 +9,7 @@
 ``--before PATH`` runs the same inputs through the code before issue 24 in a checkout at PATH, in a
 subprocess: ``resources.spec_from_resource`` and ``topomath.topology_from_nested`` with its own
 per-value checks (the zone/cost part of the old parser needed Django and is left out: lists of 10 zones).
-Prints a markdown table of medians over ``--runs``.
+Each run is one subprocess per tree, the two alternating; prints a markdown table of the medians.
 
 Run: ``.venv/bin/python bench/bench_documents.py [--runs 5] [--nodes 200,1000] [--before /work/main]``
 """
@@ -122,14 +122,21 @@ def main() -> None:
 
     def run(tree: str, which: str) -> dict[str, float]:
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-        result = subprocess.run([sys.executable, __file__, "--child", which, "--tree", tree, "--runs", str(args.runs),
+        result = subprocess.run([sys.executable, __file__, "--child", which, "--tree", tree, "--runs", "1",
                                  "--nodes", args.nodes], capture_output=True, text=True, check=True, env=env, cwd="/")
         return json.loads(result.stdout)
 
-    after = run(str(ROOT), "after")
-    before = run(args.before, "before") if args.before else {}
-    print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} "
-          f"(start), medians of {args.runs} runs (20x that for Online Boutique)\n")
+    load = os.getloadavg()[0]
+    samples: dict[str, dict[str, list[float]]] = {"after": {}, "before": {}}
+    for _ in range(args.runs):  # alternate the two trees, one run each: load drifts on a shared machine
+        for which, tree in (("after", str(ROOT)), ("before", args.before)):
+            if tree:
+                for case, value in run(tree, which).items():
+                    samples[which].setdefault(case, []).append(value)
+    after = {case: statistics.median(values) for case, values in samples["after"].items()}
+    before = {case: statistics.median(values) for case, values in samples["before"].items()}
+    print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, load average {load:.2f} "
+          f"(start), medians of {args.runs} alternating runs (of 20 for Online Boutique)\n")
     print("| case | after (ms) |" + (" before (ms) | after / before |" if before else ""))
     print("|---|---:|" + ("---:|---:|" if before else ""))
     for case, value in after.items():

@@ -23,7 +23,7 @@ from .models import AppGroup, AppGroupTombstone, Dependency, Placement, Workload
 
 class _ValuesOnly(forms.ModelForm):
     """A row form that converts its values and leaves every rule to the AppGroup document's validator
-    (the models' constraints would otherwise answer a second time, in other words)."""
+    (the models' constraints would answer a second time, in their own words)."""
 
     def _post_clean(self) -> None:
         self.instance = construct_instance(self, self.instance, self._meta.fields, self._meta.exclude)
