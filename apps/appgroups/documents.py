@@ -172,7 +172,7 @@ def _workload(item: Mapping[str, Any]) -> WorkloadSpec:
     requests = item.get("resources") or {}
     return WorkloadSpec(
         name=item["name"],
-        selector=selector_from_mapping(item["selector"]),  # valid: the semantic step normalized a copy
+        selector=selector_from_mapping(item["selector"]),  # the schema and the semantic step passed it
         weight=float(item.get("weight", 1.0)),
         dependencies=tuple(_dependency(dep) for dep in item.get("dependencies") or ()),
         controller_kind=controller.get("kind") or "",
