@@ -245,7 +245,7 @@ def seed_database(topology: Any, appgroup_doc: dict[str, Any]) -> None:
     call_command("migrate", verbosity=0)
     from django.db import connection
 
-    from apps.appgroups import resources
+    from apps.appgroups import documents
     from apps.appgroups.models import AppGroup
     from apps.appgroups.services import save_appgroup
     from apps.scheduler.models import Decision, ObservedPod
@@ -254,7 +254,7 @@ def seed_database(topology: Any, appgroup_doc: dict[str, Any]) -> None:
     for model in (Decision, ObservedPod, AppGroup, Node, TopologySnapshot):
         model.objects.all().delete()
     store_large_topology(topology)
-    save_appgroup(spec=resources.spec_from_resource(appgroup_doc), origin="netaware")
+    save_appgroup(spec=documents.spec_from_document(appgroup_doc), origin="netaware")
     connection.close()
 
 

@@ -87,7 +87,7 @@ def seed(nodes: int, windows: int, pods: int) -> None:
     per_group = 50
     for g in range(max(1, pods // per_group)):
         doc["metadata"]["namespace"] = f"team-{g:02d}"
-        appgroups.import_resource(document=doc)
+        appgroups.import_document(document=doc)
         for p in range(per_group):
             app = ("web", "api", "db")[p % 3]
             appgroups.record_placement(pod_namespace=f"team-{g:02d}", pod_name=f"{app}-{p}", pod_uid="",

@@ -1,8 +1,9 @@
 """Structural validation of custom resources by their CRD's ``openAPIV3Schema`` (framework-free).
 
-The one reader of the schemas in k8s/crds/: the API's document import checks structure here before
-the semantic rules (``apps.appgroups.resources``), and the fake Kubernetes API server of the tests
-and the demo (``apps.demo.kubeapi``) applies them as the real server does. The CRD subset is checked
+The one reader of the schemas in k8s/crds/: every reader of our documents checks their structure
+here before its semantic rules (``apps.appgroups.documents`` with ``apps.appgroups.validators``,
+``apps.topology.documents``), and the fake Kubernetes API server of the tests and the demo
+(``apps.demo.kubeapi``) applies them as the real server does. The CRD subset is checked
 directly (fast enough for 1 MiB objects); anything outside it falls back to ``jsonschema``. CEL
 ``x-kubernetes-validations`` and ``format`` are not enforced here: those rules are semantic and live
 with the code that owns them.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -21,7 +23,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-__all__ = ["CRD_DIR", "check", "crd_schemas", "document_errors", "prune_and_default"]
+__all__ = ["CRD_DIR", "check", "crd_schemas", "document_errors", "prune_and_default", "value_errors"]
 
 CRD_DIR = Path(__file__).resolve().parent.parent / "k8s" / "crds"
 
@@ -96,11 +98,16 @@ _BOUNDS: tuple[tuple[str, Callable[[Any], bool], Callable[[Any, Any], bool], str
 )
 
 
-def check(schema: dict[str, Any], value: Any, path: str, causes: list[dict[str, str]]) -> None:
+def check(
+    schema: dict[str, Any], value: Any, path: str, causes: list[dict[str, str]], *, unknown_fields: bool = False
+) -> None:
     """Structural OpenAPI v3 (CRD subset) validation; fast enough for 1 MiB objects.
 
     CEL ``x-kubernetes-validations`` and ``format`` are not enforced (documented limitation);
-    anything outside the subset falls back to jsonschema."""
+    anything outside the subset falls back to jsonschema. A number must be finite (JSON, and so the
+    API server, has no NaN or infinity; YAML has). ``unknown_fields`` reports fields an object's
+    ``properties`` do not declare, as the API server's strict field validation does (it prunes them
+    otherwise)."""
 
     def bad(message: str) -> None:
         causes.append({"reason": "FieldValueInvalid", "message": message, "field": path.lstrip(".")})
@@ -121,13 +128,16 @@ def check(schema: dict[str, Any], value: Any, path: str, causes: list[dict[str, 
         if not isinstance(value, expected) or (kind in {"integer", "number"} and isinstance(value, bool)):
             bad(f"Invalid value: {_short(value)}: must be of type {kind}")
             return
+        if isinstance(value, float) and not math.isfinite(value):
+            bad(f"Invalid value: {value}: must be a finite number")
+            return
     for sub in ("anyOf", "oneOf"):
         if sub in schema:
             options = schema[sub]
             if not any(not _causes(option, value) for option in options):
                 bad(f"must match {sub} of the allowed schemas")
     for option in schema.get("allOf", ()):
-        check(option, value, path, causes)
+        check(option, value, path, causes, unknown_fields=unknown_fields)
     if "enum" in schema and value not in schema["enum"]:
         bad(f"Unsupported value: {_short(value)}: supported values: {schema['enum']}")
     for keyword, applies, fails, message in _BOUNDS:
@@ -136,8 +146,10 @@ def check(schema: dict[str, Any], value: Any, path: str, causes: list[dict[str, 
     if isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, dict):
+            fits = _fits(items)
             for index, item in enumerate(value):
-                check(items, item, f"{path}[{index}]", causes)
+                if not fits(item):
+                    check(items, item, f"{path}[{index}]", causes, unknown_fields=unknown_fields)
     elif isinstance(value, dict):
         for required in schema.get("required", ()):
             if required not in value:
@@ -152,11 +164,42 @@ def check(schema: dict[str, Any], value: Any, path: str, causes: list[dict[str, 
             bad(f"must have at most {schema['maxProperties']} properties")
         properties = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
+        fits = _fits(extra) if isinstance(extra, dict) else _never
         for key, item in value.items():
             if key in properties:
-                check(properties[key], item, f"{path}.{key}", causes)
+                check(properties[key], item, f"{path}.{key}", causes, unknown_fields=unknown_fields)
             elif isinstance(extra, dict):
-                check(extra, item, f"{path}.{key}", causes)
+                if not fits(item):
+                    check(extra, item, f"{path}.{key}", causes, unknown_fields=unknown_fields)
+            elif unknown_fields and properties and not extra and not schema.get("x-kubernetes-preserve-unknown-fields"):
+                causes.append({"reason": "FieldValueInvalid", "field": f"{path}.{key}".lstrip("."),
+                               "message": f"unknown field (declared: {', '.join(sorted(properties))})"})
+
+
+def _never(value: Any) -> bool:
+    return False
+
+
+_LEAF_KEYWORDS = {"type", "minimum", "maximum", "description", "format"}
+_FITS: dict[int, tuple[dict[str, Any], Callable[[Any], bool]]] = {}
+
+
+def _fits(schema: dict[str, Any]) -> Callable[[Any], bool]:
+    """A quick yes for the values of a plain number schema (type and bounds only): the maps of a
+    NetworkTopology hold millions. A no, or any other schema, goes to ``check``, which words the error."""
+    cached = _FITS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    fits = _never
+    if schema.get("type") in ("number", "integer") and _LEAF_KEYWORDS.issuperset(schema):
+        types = (int, float) if schema["type"] == "number" else (int,)
+        low, high = schema.get("minimum", -math.inf), schema.get("maximum", math.inf)
+
+        def fits(value: Any) -> bool:
+            return type(value) in types and low <= value <= high and (type(value) is int or math.isfinite(value))
+
+    _FITS[id(schema)] = (schema, fits)
+    return fits
 
 
 def prune_and_default(schema: dict[str, Any], value: Any, *, root: bool = False) -> Any:
@@ -209,13 +252,21 @@ def crd_schemas(directory: Path = CRD_DIR) -> dict[tuple[str, str], dict[str, An
     return schemas
 
 
-def document_errors(document: Mapping[str, Any]) -> dict[str, list[str]]:
-    """Structural errors of a resource by its CRD's schema, by field path (``spec.workloads[0].name``);
-    empty when it conforms or no CRD of ours defines its apiVersion and kind."""
+def value_errors(schema: dict[str, Any], value: Any, *, unknown_fields: bool = False) -> dict[str, list[str]]:
+    """Structural errors of ``value`` by ``schema``, by field path (``spec.workloads[0].name``); empty
+    when it conforms."""
+    causes: list[dict[str, str]] = []
+    check(schema, value, "", causes, unknown_fields=unknown_fields)
+    errors: dict[str, list[str]] = {}
+    for cause in causes:
+        errors.setdefault(cause["field"], []).append(cause["message"])
+    return errors
+
+
+def document_errors(document: Mapping[str, Any], *, unknown_fields: bool = False) -> dict[str, list[str]]:
+    """Structural errors of a resource by its CRD's schema, by field path; empty when it conforms or
+    no CRD of ours defines its apiVersion and kind."""
     schema = crd_schemas().get((str(document.get("apiVersion")), str(document.get("kind"))))
     if schema is None:
         return {}
-    errors: dict[str, list[str]] = {}
-    for cause in _causes(schema, document):
-        errors.setdefault(cause["field"], []).append(cause["message"])
-    return errors
+    return value_errors(schema, document, unknown_fields=unknown_fields)

@@ -1,10 +1,14 @@
-"""The admin edits AppGroups with inline workloads and dependencies and shows bad ones as form errors."""
+"""The admin edits AppGroups with inline workloads and dependencies, judged as one document by the
+service every entry point uses: bad rows are form errors on the row and field, good pages are saved
+through it (overlaps refused, new AppGroups created); workloads and dependencies alone are read-only."""
 
+import html
 import json
 
 import pytest
 
-from apps.appgroups.models import AppGroup, Dependency, Workload
+from apps.appgroups import selectors
+from apps.appgroups.models import AppGroup, AppGroupTombstone, Dependency, Workload
 
 pytestmark = pytest.mark.django_db
 
@@ -163,43 +167,59 @@ def test_bad_workload_rows_are_form_errors(admin_client, group):
     response = post(
         admin_client, group, [], **{"workloads-0-selector": json.dumps({"matchLabels": {"app": "-bad"}})}
     )
-    assert response.status_code == 200 and "label value" in response.content.decode()
+    assert response.status_code == 200 and "should match" in response.content.decode()  # the CRD's label value pattern
     response = post(admin_client, group, [], **{"workloads-1-name": "web"})
-    assert response.status_code == 200 and "Please correct the duplicate" in response.content.decode()
+    assert response.status_code == 200
+    assert "duplicate workload name 'web' (also workloads[0])" in html.unescape(response.content.decode())
     response = post(admin_client, group, [], **{"workloads-1-weight": "-2"})
     assert response.status_code == 200 and "greater than or equal to 0" in response.content.decode()
     assert set(Workload.objects.values_list("name", flat=True)) == {"web", "db"}
 
 
-def test_workload_page_dependency_inline(admin_client, group):
+def test_the_page_is_saved_through_the_service_with_its_rules(admin_client, group):
+    """A rename leaves a tombstone for the old name (services.save_appgroup), and a selector that
+    claims another AppGroup's pods is refused as the API refuses it."""
+    w = ids(group)
+    dependency = {"source": w["web"], "target": w["db"], "latency": 1, "bandwidth": 0, "lossrate": 0}
+    response = post(admin_client, group, [dependency], name="shop-2")
+    assert response.status_code == 302, response.content.decode()[:2000]
+    group.refresh_from_db()
+    assert group.name == "shop-2" and AppGroupTombstone.objects.filter(name="shop").exists()
+    assert [d.target for w_ in selectors.appgroup_spec(appgroup=group).workloads for d in w_.dependencies] == ["db"]
+    other = AppGroup.objects.create(namespace="default", name="other")
+    Workload.objects.create(appgroup=other, name="x", selector={"matchLabels": {"app": "web"}})
+    response = post(admin_client, group, [])
+    assert response.status_code == 200
+    assert "overlaps workload 'x' of AppGroup default/other" in html.unescape(response.content.decode())
+
+
+def test_a_new_appgroup_is_created_through_the_service(admin_client):
+    data = {"namespace": "default", "name": "fresh", "description": "made here", "topology_sorting_algorithm": "KahnSort",
+            "topology_mode": "soft", "origin": "netaware",
+            "workloads-TOTAL_FORMS": 1, "workloads-INITIAL_FORMS": 0, "workloads-MIN_NUM_FORMS": 0,
+            "workloads-MAX_NUM_FORMS": 1000, "workloads-0-name": "web", "workloads-0-position": 0,
+            "workloads-0-selector": json.dumps("app=web"), "workloads-0-weight": 1,
+            "dependencies-TOTAL_FORMS": 0, "dependencies-INITIAL_FORMS": 0, "dependencies-MIN_NUM_FORMS": 0,
+            "dependencies-MAX_NUM_FORMS": 1000}
+    response = admin_client.post("/admin/appgroups/appgroup/add/", data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    fresh = AppGroup.objects.get(name="fresh")
+    assert fresh.description == "made here" and fresh.spec_hash
+    assert [(w.name, w.selector) for w in fresh.workloads.all()] == [("web", {"matchLabels": {"app": "web"}})]
+    data["workloads-0-selector"] = json.dumps({})
+    data["name"] = "empty"
+    response = admin_client.post("/admin/appgroups/appgroup/add/", data)
+    assert response.status_code == 200 and not AppGroup.objects.filter(name="empty").exists()
+
+
+def test_workloads_and_dependencies_are_read_only_on_their_own_pages(admin_client, group):
     w = ids(group)
     db = Workload.objects.get(pk=w["db"])
-    data = {
-        "appgroup": group.pk,
-        "name": "db",
-        "position": 1,
-        "selector": json.dumps(db.selector),
-        "weight": 1,
-        "controller_kind": "",
-        "controller_name": "",
-        "replicas": "",
-        "cpu_request": "",
-        "memory_request": "",
-        "dependencies-TOTAL_FORMS": 1,
-        "dependencies-INITIAL_FORMS": 0,
-        "dependencies-MIN_NUM_FORMS": 0,
-        "dependencies-MAX_NUM_FORMS": 1000,
-        "dependencies-0-target": w["db"],
-        "dependencies-0-latency": 1,
-        "dependencies-0-bandwidth": 0,
-        "dependencies-0-lossrate": 0,
-        "dependencies-0-position": 0,
-        "dependencies-0-max_network_cost": "",
-        "dependencies-0-min_bandwidth": "",
-    }
-    response = admin_client.post(f"/admin/appgroups/workload/{w['db']}/change/", data)
-    assert response.status_code == 200 and "cannot depend on itself" in response.content.decode()
-    data["dependencies-0-target"] = w["web"]
-    response = admin_client.post(f"/admin/appgroups/workload/{w['db']}/change/", data)
-    assert response.status_code == 302
-    assert Dependency.objects.get().appgroup_id == group.pk
+    assert admin_client.get(f"/admin/appgroups/workload/{w['db']}/change/").status_code == 200
+    data = {"appgroup": group.pk, "name": "db", "position": 1, "selector": json.dumps(db.selector), "weight": 1,
+            "dependencies-TOTAL_FORMS": 1, "dependencies-INITIAL_FORMS": 0, "dependencies-MIN_NUM_FORMS": 0,
+            "dependencies-MAX_NUM_FORMS": 1000, "dependencies-0-target": w["web"], "dependencies-0-latency": 1,
+            "dependencies-0-bandwidth": 0, "dependencies-0-lossrate": 0, "dependencies-0-position": 0}
+    assert admin_client.post(f"/admin/appgroups/workload/{w['db']}/change/", data).status_code == 403
+    assert admin_client.get("/admin/appgroups/dependency/add/").status_code == 403
+    assert Dependency.objects.count() == 0 and Workload.objects.get(pk=w["db"]).weight == db.weight

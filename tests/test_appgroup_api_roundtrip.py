@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from apps.appgroups import resources, selectors, services
+from apps.appgroups import documents, selectors, services
 from apps.appgroups.models import AppGroup, Placement
 
 pytestmark = pytest.mark.django_db
@@ -138,9 +138,9 @@ def test_diktyo_import_without_extras_uses_defaults(client):
     assert response.status_code == 201, response.content
     spec = spec_of(response.json()["id"])
     frontend = spec.workload("frontend")
-    assert frontend.selector.match_labels == {resources.DIKTYO_WORKLOAD_LABEL: "frontend"}
+    assert frontend.selector.match_labels == {documents.DIKTYO_WORKLOAD_LABEL: "frontend"}
     assert frontend.controller_name == "frontend" and frontend.weight == 1.0
-    assert frontend.dependencies[0].sensitivity == resources.DEFAULT_SENSITIVITY
+    assert frontend.dependencies[0].sensitivity == documents.DEFAULT_SENSITIVITY
 
 
 def put_error(client, pk, mutate):
@@ -265,7 +265,7 @@ def test_create_via_api_with_string_selector_and_list_filters(client):
 
 def test_order_and_placements_endpoints(client, boutique):
     pk = boutique["id"]
-    expected = resources.topology_order(spec_of(pk)).order
+    expected = documents.topology_order(spec_of(pk)).order
     order = client.get(f"/api/appgroups/{pk}/order/").json()
     assert order["algorithm"] == "KahnSort" and order["order"] == list(expected) and not order["cyclic"]
     assert order["order"][0] == "frontend"

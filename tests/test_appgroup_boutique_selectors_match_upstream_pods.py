@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from apps.appgroups import resources
+from apps.appgroups import documents
 from tests.support.scoring_fixtures import paper_appgroup
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +44,7 @@ def _matches(spec, labels):
 
 
 def test_every_upstream_service_matches_exactly_one_shipped_workload():
-    spec = resources.spec_from_resource(yaml.safe_load(BOUTIQUE.read_text()))
+    spec = documents.spec_from_document(yaml.safe_load(BOUTIQUE.read_text()))
     assert {w.name for w in spec.workloads} == PAPER_NAMES
     matched = {}
     for app in UPSTREAM_APP_LABELS:
@@ -61,7 +61,7 @@ def test_every_upstream_service_matches_exactly_one_shipped_workload():
 
 
 def test_in_memory_paper_fixture_agrees_with_the_shipped_file():
-    shipped = resources.spec_from_resource(yaml.safe_load(BOUTIQUE.read_text()))
+    shipped = documents.spec_from_document(yaml.safe_load(BOUTIQUE.read_text()))
     fixture = paper_appgroup()
     for app in UPSTREAM_APP_LABELS:
         assert _matches(fixture, _upstream_pod_labels(app)) == _matches(shipped, _upstream_pod_labels(app))
@@ -71,6 +71,6 @@ def test_in_memory_paper_fixture_agrees_with_the_shipped_file():
 
 def test_diktyo_example_extras_carry_the_upstream_selectors():
     doc = yaml.safe_load((ROOT / "k8s" / "examples" / "appgroup-diktyo.yaml").read_text())
-    spec = resources.spec_from_resource(doc)
+    spec = documents.spec_from_document(doc)
     for app in UPSTREAM_APP_LABELS:
         assert len(_matches(spec, _upstream_pod_labels(app))) == 1, app

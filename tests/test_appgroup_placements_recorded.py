@@ -3,7 +3,7 @@ idempotent, and the selectors expose placements in ClusterState's shape."""
 
 import pytest
 
-from apps.appgroups import resources, selectors, services
+from apps.appgroups import documents, selectors, services
 from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
 from apps.appgroups.models import Placement
 
@@ -51,11 +51,11 @@ def test_records_and_is_idempotent(groups):
 
 
 def test_appgroup_labels_are_honoured(groups):
-    ours = record(pod_name="db-1", labels={"app": "db", resources.APPGROUP_LABEL: "beta"})
+    ours = record(pod_name="db-1", labels={"app": "db", documents.APPGROUP_LABEL: "beta"})
     assert ours.appgroup.name == "beta" and ours.workload.name == "db"
-    diktyo = record(pod_name="db-2", labels={"app": "db", resources.DIKTYO_APPGROUP_LABEL: "beta"})
+    diktyo = record(pod_name="db-2", labels={"app": "db", documents.DIKTYO_APPGROUP_LABEL: "beta"})
     assert diktyo.appgroup.name == "beta"
-    assert record(pod_name="db-3", labels={"app": "db", resources.APPGROUP_LABEL: "missing"}) is None
+    assert record(pod_name="db-3", labels={"app": "db", documents.APPGROUP_LABEL: "missing"}) is None
 
 
 def test_pod_outside_any_appgroup(groups):
@@ -68,14 +68,14 @@ def test_pod_outside_any_appgroup(groups):
 
 
 def test_diktyo_workload_label_matches_imported_workload():
-    doc = resources.resource_from_spec(make_spec("gamma"), flavor="diktyo")
+    doc = documents.document_from_spec(make_spec("gamma"), flavor="diktyo")
     del doc["metadata"][
         "annotations"
     ]  # plain scheduler-plugins resource: selectors come from the workload label
-    services.import_resource(document=doc, origin="cluster")
+    services.import_document(document=doc, origin="cluster")
     placement = record(
         pod_name="db-7",
-        labels={resources.DIKTYO_APPGROUP_LABEL: "gamma", resources.DIKTYO_WORKLOAD_LABEL: "db"},
+        labels={documents.DIKTYO_APPGROUP_LABEL: "gamma", documents.DIKTYO_WORKLOAD_LABEL: "db"},
     )
     assert placement.workload.name == "db" and placement.appgroup.origin == "cluster"
 
@@ -83,7 +83,7 @@ def test_diktyo_workload_label_matches_imported_workload():
 def test_remove_and_selectors(groups):
     record(pod_name="web-1", labels={"app": "web"}, node_name="n1")
     record(pod_name="web-2", labels={"app": "web"}, node_name="n2")
-    record(pod_name="db-1", labels={"app": "db", resources.APPGROUP_LABEL: "beta"}, node_name="n3")
+    record(pod_name="db-1", labels={"app": "db", documents.APPGROUP_LABEL: "beta"}, node_name="n3")
     assert selectors.placements_by_workload() == {
         ("default", "alpha", "web"): ("n1", "n2"),
         ("default", "beta", "db"): ("n3",),
@@ -102,7 +102,7 @@ def test_specs_round_trip_through_the_database(groups):
     assert [s.name for s in specs] == ["alpha", "beta"]
     assert specs[0] == make_spec("alpha")
     assert selectors.topology_order(appgroup=groups[0]) == ["web", "db"]
-    assert groups[0].spec_hash == resources.spec_hash(make_spec("alpha"))
+    assert groups[0].spec_hash == documents.spec_hash(make_spec("alpha"))
 
 
 def test_upsert_validates_and_rolls_back(groups):
@@ -119,7 +119,7 @@ def test_upsert_validates_and_rolls_back(groups):
     )
     with pytest.raises(services.AppGroupValidationError) as info:
         services.upsert_appgroup_from_spec(spec=bad, origin="netaware")
-    assert "workloads[0].dependencies[0].target" in info.value.errors
+    assert "spec.workloads[0].dependencies[0].name" in info.value.errors
     assert selectors.appgroup_spec(appgroup=groups[0]) == make_spec("alpha")
     with pytest.raises(services.AppGroupValidationError):
         services.upsert_appgroup_from_spec(spec=make_spec("alpha"), origin="somewhere")

@@ -1,7 +1,7 @@
 """An AppGroup document's structure is judged by the CRD's openAPIV3Schema in k8s/crds/ (netaware_core.crdschema),
 the same schema the (fake) Kubernetes API server applies: every structural error is reported at once
 with its field path, rules only the schema states are enforced, and the semantic rules (selectors,
-quantities, sensitivity sum, graph) follow in resources.py."""
+quantities, sensitivity sum, graph) follow in validators.semantic_errors."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import requests
 import yaml
 
-from apps.appgroups import resources
+from apps.appgroups import documents
 from netaware_core import crdschema
 
 BOUTIQUE = yaml.safe_load((Path(__file__).resolve().parent.parent / "scenarios" / "online-boutique-appgroup.yaml")
@@ -41,8 +41,8 @@ EXPECTED = {
 
 
 def test_every_structural_error_is_reported_at_once_with_its_path():
-    with pytest.raises(resources.ResourceError) as info:
-        resources.spec_from_resource(broken())
+    with pytest.raises(documents.DocumentError) as info:
+        documents.spec_from_document(broken())
     errors = info.value.errors
     assert set(errors) == set(EXPECTED), errors
     for path, fragment in EXPECTED.items():
@@ -50,15 +50,15 @@ def test_every_structural_error_is_reported_at_once_with_its_path():
 
 
 def test_the_schema_in_k8s_crds_is_the_source():
-    schema = crdschema.crd_schemas()[(resources.API_VERSION, resources.APPGROUP_KIND)]
+    schema = crdschema.crd_schemas()[(documents.API_VERSION, documents.APPGROUP_KIND)]
     labels = schema["properties"]["spec"]["properties"]["workloads"]["items"]["properties"]["selector"][
         "properties"]["matchLabels"]
     doc = copy.deepcopy(BOUTIQUE)
     # A bound only the CRD states (no hand-written check has it): one label more than maxProperties.
     doc["spec"]["workloads"][0]["selector"] = {
         "matchLabels": {f"k{i}": "v" for i in range(labels["maxProperties"] + 1)}}
-    with pytest.raises(resources.ResourceError) as info:
-        resources.spec_from_resource(doc)
+    with pytest.raises(documents.DocumentError) as info:
+        documents.spec_from_document(doc)
     assert list(info.value.errors) == ["spec.workloads[0].selector.matchLabels"]
     assert f"at most {labels['maxProperties']}" in info.value.message
 
@@ -66,16 +66,16 @@ def test_the_schema_in_k8s_crds_is_the_source():
 def test_semantic_rules_follow_the_structure_and_string_selectors_stay_accepted():
     doc = copy.deepcopy(BOUTIQUE)
     doc["spec"]["workloads"][0]["selector"] = "app=frontend,tier in (web)"
-    spec = resources.spec_from_resource(doc)
+    spec = documents.spec_from_document(doc)
     assert spec.workloads[0].selector.match_labels == {"app": "frontend"}
     doc["spec"]["workloads"][1]["selector"] = "app=a,app=b"
-    with pytest.raises(resources.ResourceError) as info:
-        resources.spec_from_resource(doc)
+    with pytest.raises(documents.DocumentError) as info:
+        documents.spec_from_document(doc)
     assert info.value.field_path == "spec.workloads[1].selector" and "conflicts" in info.value.message
     doc = copy.deepcopy(BOUTIQUE)
     doc["spec"]["workloads"][0]["dependencies"][0]["metrics"] = {"latency": 0, "bandwidth": 0}  # a CEL rule
-    with pytest.raises(resources.ResourceError) as info:
-        resources.spec_from_resource(doc)
+    with pytest.raises(documents.DocumentError) as info:
+        documents.spec_from_document(doc)
     assert info.value.field_path == "spec.workloads[0].dependencies[0].metrics"
 
 

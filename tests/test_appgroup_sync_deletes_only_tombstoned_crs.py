@@ -14,7 +14,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.appgroups import resources, selectors, services, sync
+from apps.appgroups import documents, selectors, services, sync
 from apps.appgroups.choices import Origin
 from apps.appgroups.models import AppGroup, AppGroupTombstone
 from netaware_core import kube
@@ -38,7 +38,7 @@ def _deletes(fake) -> int:
 def _netaware_created(fake, names: list[str]) -> None:
     """Managed CRs as an earlier netaware wrote them (label + agreed-spec annotation)."""
     for name in names:
-        services.import_resource(document=_doc(name), origin=Origin.NETAWARE)
+        services.import_document(document=_doc(name), origin=Origin.NETAWARE)
     report = sync.sync_once()
     assert sorted(report.created) == sorted(f"shop/{n}" for n in names)
     for name in names:
@@ -73,8 +73,8 @@ def test_an_empty_database_pointed_at_a_live_cluster_imports_managed_crs_and_del
     assert rows["edited"].workloads.get(name="web").weight == 0.25
     cart = _cr(fake_kube, "cart")
     assert rows["cart"].resource_uid == cart["metadata"]["uid"]
-    assert resources.spec_hash(selectors.appgroup_spec(appgroup=rows["cart"])) == resources.spec_hash(
-        resources.spec_from_resource(cart)
+    assert documents.spec_hash(selectors.appgroup_spec(appgroup=rows["cart"])) == documents.spec_hash(
+        documents.spec_from_document(cart)
     )
 
     again = sync.sync_once()
@@ -182,7 +182,7 @@ def test_renaming_in_netaware_deletes_the_old_cr_and_creates_the_new_one(fake_ku
     _netaware_created(fake_kube, ["before"])
     appgroup = AppGroup.objects.get(name="before")
     services.save_appgroup(
-        spec=resources.spec_from_resource(_doc("after")), origin=Origin.NETAWARE, appgroup=appgroup
+        spec=documents.spec_from_document(_doc("after")), origin=Origin.NETAWARE, appgroup=appgroup
     )
     assert list(AppGroupTombstone.objects.values_list("name", flat=True)) == ["before"]
     report = sync.sync_once()
@@ -194,7 +194,7 @@ def test_renaming_in_netaware_deletes_the_old_cr_and_creates_the_new_one(fake_ku
 def test_a_row_created_again_under_a_tombstoned_name_supersedes_the_tombstone(fake_kube):
     _netaware_created(fake_kube, ["cart"])
     services.delete_appgroup(appgroup=AppGroup.objects.get(name="cart"))
-    services.import_resource(document=_doc("cart", weight=2.0), origin=Origin.NETAWARE)
+    services.import_document(document=_doc("cart", weight=2.0), origin=Origin.NETAWARE)
     assert not AppGroupTombstone.objects.exists()
     report = sync.sync_once()
     assert report.deleted_in_cluster == [] and report.updated == ["shop/cart"]

@@ -11,7 +11,7 @@ import pytest
 import redis
 from django.db import transaction
 
-from apps.appgroups import resources, services
+from apps.appgroups import documents, services
 from apps.appgroups.choices import Origin
 from apps.appgroups.models import AppGroup, AppGroupTombstone
 from netaware_core import kube
@@ -44,9 +44,9 @@ def test_api_create_edit_and_delete_reach_the_fake_cluster_through_the_worker(
     response = client.put(f"/api/appgroups/{pk}", data=document, content_type="application/json")
     assert response.status_code == 200, response.content
     assert wait_for(lambda: _weight(fake_kube.get(G, V, P, "store", "shop")) == 0.25)
-    assert resources.spec_hash(
-        resources.spec_from_resource(fake_kube.get(G, V, P, "store", "shop"))
-    ) == resources.spec_hash(resources.spec_from_resource(_doc("store", weight=0.25)))
+    assert documents.spec_hash(
+        documents.spec_from_document(fake_kube.get(G, V, P, "store", "shop"))
+    ) == documents.spec_hash(documents.spec_from_document(_doc("store", weight=0.25)))
 
     assert client.delete(f"/api/appgroups/{pk}").status_code == 204
     assert wait_for(lambda: fake_kube.get(G, V, P, "store", "shop") is None)
@@ -56,9 +56,9 @@ def test_api_create_edit_and_delete_reach_the_fake_cluster_through_the_worker(
 
 def test_nothing_is_enqueued_for_changes_that_do_not_commit(fake_kube, celery_worker_thread):
     with pytest.raises(RuntimeError), transaction.atomic():
-        services.import_resource(document=_doc("rolled-back"), origin=Origin.NETAWARE)
+        services.import_document(document=_doc("rolled-back"), origin=Origin.NETAWARE)
         raise RuntimeError("abort")
-    services.import_resource(document=_doc("committed"), origin=Origin.NETAWARE)
+    services.import_document(document=_doc("committed"), origin=Origin.NETAWARE)
     assert wait_for(lambda: fake_kube.get(G, V, P, "committed", "shop") is not None)
     assert fake_kube.get(G, V, P, "rolled-back", "shop") is None
     assert fake_kube.count("GET", r"/appgroups/rolled-back$") == 0  # no task ever ran for it
@@ -70,7 +70,7 @@ def test_a_broker_that_is_down_never_fails_the_save(fake_kube, monkeypatch, capl
     monkeypatch.setattr(celery_app.conf, "broker_url", "redis://127.0.0.1:1/0")
     celery_app._after_fork()  # drop cached connection/producer pools (what Celery does in a child)
     try:
-        appgroup = services.import_resource(document=_doc("offline"), origin=Origin.NETAWARE)
+        appgroup = services.import_document(document=_doc("offline"), origin=Origin.NETAWARE)
     finally:
         monkeypatch.undo()
         celery_app._after_fork()  # never hand the dead-broker pools to the next test
@@ -87,11 +87,11 @@ def test_without_a_kubernetes_api_nothing_is_enqueued(settings, monkeypatch, tmp
     broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     broker.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
     assert not kube.configured()
-    services.import_resource(document=_doc("local"), origin=Origin.NETAWARE)
+    services.import_document(document=_doc("local"), origin=Origin.NETAWARE)
     assert queued_syncs(broker, settings) == []
 
     settings.NETAWARE = {**settings.NETAWARE, "KUBE_API_URL": "http://127.0.0.1:1"}
-    services.import_resource(document=_doc("local", weight=2.0), origin=Origin.NETAWARE)
+    services.import_document(document=_doc("local", weight=2.0), origin=Origin.NETAWARE)
     assert queued_syncs(broker, settings) == [(("shop", "local"), services.SYNC_TASK_EXPIRES > 0)]
 
 

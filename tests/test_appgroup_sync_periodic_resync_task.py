@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django_celery_beat.models import PeriodicTask
 
-from apps.appgroups import resources, services, tasks
+from apps.appgroups import documents, services, tasks
 from apps.appgroups.choices import Origin
 from apps.appgroups.models import AppGroup
 from netaware_core import kube
@@ -32,7 +32,7 @@ def test_resync_and_publish_schedules_are_seeded():
 
 def test_resync_task_in_a_real_worker_converges_both_sides(fake_kube, celery_worker_thread):
     kube.custom_objects().create_namespaced_custom_object(G, V, "shop", P, _doc("from-kubectl"))
-    services.import_resource(document=_doc("from-netaware", "default"), origin=Origin.NETAWARE)
+    services.import_document(document=_doc("from-netaware", "default"), origin=Origin.NETAWARE)
 
     tasks.resync_cluster.delay()
     deadline = time.monotonic() + 20
@@ -47,7 +47,7 @@ def test_resync_task_in_a_real_worker_converges_both_sides(fake_kube, celery_wor
     assert cr is not None and cr["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "netaware"
     assert (
         cr["spec"]
-        == resources.resource_from_spec(resources.spec_from_resource(_doc("from-netaware", "default")))[
+        == documents.document_from_spec(documents.spec_from_document(_doc("from-netaware", "default")))[
             "spec"
         ]
     )

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from django.conf import settings
 
-from apps.appgroups import resources, selectors, services, sync
+from apps.appgroups import documents, selectors, services, sync
 from apps.appgroups.choices import Origin, PlacementSource
 from apps.appgroups.models import AppGroup
 from netaware_core import kube
@@ -61,15 +61,15 @@ def _writes(fake) -> int:
 
 
 def test_boutique_created_in_netaware_is_applied_to_the_cluster_once(fake_kube):
-    appgroup = services.import_resource(document=_boutique_doc(), origin=Origin.NETAWARE)
+    appgroup = services.import_document(document=_boutique_doc(), origin=Origin.NETAWARE)
     report = sync.sync_once()
     assert report.ok and report.created == ["default/online-boutique"]
 
     cr = _cr(fake_kube)
     spec = selectors.appgroup_spec(appgroup=appgroup)
-    assert cr["spec"] == resources.spec_document(spec)
+    assert cr["spec"] == documents.spec_document(spec)
     assert cr["metadata"]["labels"][sync.MANAGED_BY_LABEL] == "netaware"
-    assert cr["metadata"]["annotations"][sync.SYNCED_HASH_ANNOTATION] == resources.spec_hash(spec)
+    assert cr["metadata"]["annotations"][sync.SYNCED_HASH_ANNOTATION] == documents.spec_hash(spec)
     order = [entry["workload"] for entry in cr["status"]["topologyOrder"]]
     assert order == selectors.topology_order(appgroup=appgroup) and len(order) == 11
     appgroup.refresh_from_db()
@@ -90,14 +90,14 @@ def test_appgroup_created_with_kubectl_is_imported(fake_kube):
     assert [w.name for w in appgroup.workloads.order_by("position")] == ["web", "db"]
     cr = _cr(fake_kube, "store", "shop")
     assert sync.MANAGED_BY_LABEL not in (cr["metadata"].get("labels") or {})  # not ours to delete
-    assert cr["metadata"]["annotations"][sync.SYNCED_HASH_ANNOTATION] == resources.spec_hash(
+    assert cr["metadata"]["annotations"][sync.SYNCED_HASH_ANNOTATION] == documents.spec_hash(
         selectors.appgroup_spec(appgroup=appgroup)
     )
     assert sync.sync_once().imported == []
 
 
 def test_edits_flow_both_ways(fake_kube):
-    services.import_resource(document=_boutique_doc(), origin=Origin.NETAWARE)
+    services.import_document(document=_boutique_doc(), origin=Origin.NETAWARE)
     sync.sync_once()
     generation = _cr(fake_kube)["metadata"]["generation"]
 
@@ -120,7 +120,7 @@ def test_edits_flow_both_ways(fake_kube):
 
 
 def test_both_sides_edited_the_cluster_wins_and_the_loss_is_recorded(fake_kube):
-    services.import_resource(document=_boutique_doc(), origin=Origin.NETAWARE)
+    services.import_document(document=_boutique_doc(), origin=Origin.NETAWARE)
     sync.sync_once()
     appgroup = _edit_boutique_in_netaware("ad", 0.75)
     _edit_boutique_with_kubectl("ad", 0.5)
@@ -136,7 +136,7 @@ def test_both_sides_edited_the_cluster_wins_and_the_loss_is_recorded(fake_kube):
 
 
 def test_conflict_injected_during_apply_is_retried_and_converges(fake_kube):
-    services.import_resource(document=_boutique_doc(), origin=Origin.NETAWARE)
+    services.import_document(document=_boutique_doc(), origin=Origin.NETAWARE)
     sync.sync_once()
     _edit_boutique_in_netaware("email", 0.3)
     puts_before = fake_kube.count("PUT", r"/appgroups/online-boutique$")
@@ -148,7 +148,7 @@ def test_conflict_injected_during_apply_is_retried_and_converges(fake_kube):
 
 
 def test_placements_counts_and_order_appear_in_status_only_when_changed(fake_kube):
-    appgroup = services.import_resource(document=_boutique_doc(), origin=Origin.NETAWARE)
+    appgroup = services.import_document(document=_boutique_doc(), origin=Origin.NETAWARE)
     sync.sync_once()
     for pod, app, node in (
         ("frontend-1", "frontend", "n1"),
@@ -182,7 +182,7 @@ def test_invalid_resource_gets_an_event_and_is_skipped_while_valid_ones_sync(fak
     api = kube.custom_objects()
     api.create_namespaced_custom_object(G, V, "shop", P, bad)
     api.create_namespaced_custom_object(G, V, "shop", P, _small("good"))
-    services.import_resource(document=_boutique_doc(), origin=Origin.NETAWARE)
+    services.import_document(document=_boutique_doc(), origin=Origin.NETAWARE)
 
     report = sync.sync_once()
     assert report.invalid == ["shop/broken"] and report.ok
@@ -227,7 +227,7 @@ def test_invalid_edit_of_an_imported_group_keeps_the_last_good_version(fake_kube
 def test_api_server_down_retries_and_converges_without_losing_anything(fake_kube):
     kube.custom_objects().create_namespaced_custom_object(G, V, "shop", P, _small("store"))
     sync.sync_once()
-    services.import_resource(document=_boutique_doc(), origin=Origin.NETAWARE)
+    services.import_document(document=_boutique_doc(), origin=Origin.NETAWARE)
 
     fake_kube.down()
     report = sync.sync_once()
@@ -252,7 +252,7 @@ def test_slow_api_server_times_out_and_is_retried(fake_kube, monkeypatch):
 
 
 def test_failed_write_is_left_pending_and_reapplied_on_the_next_pass(fake_kube):
-    services.import_resource(document=_boutique_doc(), origin=Origin.NETAWARE)
+    services.import_document(document=_boutique_doc(), origin=Origin.NETAWARE)
     fake_kube.fail(500, method="POST", path=r"/appgroups$", times=10)
     report = sync.sync_once()
     assert not report.ok and _cr(fake_kube) is None
@@ -264,7 +264,7 @@ def test_failed_write_is_left_pending_and_reapplied_on_the_next_pass(fake_kube):
 
 def test_deletions_follow_ownership(fake_kube):
     api = kube.custom_objects()
-    services.import_resource(document=_boutique_doc(), origin=Origin.NETAWARE)
+    services.import_document(document=_boutique_doc(), origin=Origin.NETAWARE)
     api.create_namespaced_custom_object(G, V, "shop", P, _small("store"))
     sync.sync_once()
 
@@ -279,7 +279,7 @@ def test_deletions_follow_ownership(fake_kube):
     assert not AppGroup.objects.filter(name="store").exists()
 
     # a netaware-authored CR deleted with kubectl -> netaware is its source: re-created
-    services.import_resource(document=_boutique_doc(), origin=Origin.NETAWARE)
+    services.import_document(document=_boutique_doc(), origin=Origin.NETAWARE)
     sync.sync_once()
     api.delete_namespaced_custom_object(G, V, "default", P, "online-boutique")
     assert sync.sync_once().created == ["default/online-boutique"]
@@ -293,10 +293,10 @@ def test_deletions_follow_ownership(fake_kube):
 
 
 def test_diktyo_appgroups_are_imported_read_only(fake_kube):
-    spec = resources.spec_from_resource(_small("legacy"))
-    diktyo = resources.resource_from_spec(spec, flavor="diktyo")
+    spec = documents.spec_from_document(_small("legacy"))
+    diktyo = documents.document_from_spec(spec, flavor="diktyo")
     api = kube.custom_objects()
-    api.create_namespaced_custom_object(resources.DIKTYO_APPGROUP_GROUP, "v1alpha1", "shop", P, diktyo)
+    api.create_namespaced_custom_object(documents.DIKTYO_APPGROUP_GROUP, "v1alpha1", "shop", P, diktyo)
     report = sync.sync_once()
     assert report.imported == ["shop/legacy"]
     appgroup = AppGroup.objects.get(name="legacy")
@@ -305,7 +305,7 @@ def test_diktyo_appgroups_are_imported_read_only(fake_kube):
     writes = _writes(fake_kube)
     assert sync.sync_once().imported == [] and _writes(fake_kube) == writes
 
-    api.delete_namespaced_custom_object(resources.DIKTYO_APPGROUP_GROUP, "v1alpha1", "shop", P, "legacy")
+    api.delete_namespaced_custom_object(documents.DIKTYO_APPGROUP_GROUP, "v1alpha1", "shop", P, "legacy")
     assert sync.sync_once().deleted_in_netaware == ["shop/legacy"]
 
 
@@ -325,7 +325,7 @@ def _edit_boutique_in_netaware(workload: str, weight: float) -> AppGroup:
     """Change one workload's weight of the synced boutique through netaware's service."""
     appgroup = AppGroup.objects.get(name="online-boutique")
     spec = selectors.appgroup_spec(appgroup=appgroup)
-    edited = resources.spec_from_resource(_with_weight(resources.resource_from_spec(spec), workload, weight))
+    edited = documents.spec_from_document(_with_weight(documents.document_from_spec(spec), workload, weight))
     services.save_appgroup(spec=edited, origin=Origin.NETAWARE, appgroup=appgroup)
     return appgroup
 

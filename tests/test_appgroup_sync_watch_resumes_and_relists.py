@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from apps.appgroups import resources, sync
+from apps.appgroups import documents, sync
 from apps.appgroups.models import AppGroup
 from netaware_core import kube
 from tests.support.appgroup_docs import G, P, V, wait_for
@@ -26,7 +26,7 @@ def _wait_for(predicate, timeout: float = 8.0) -> bool:
 
 def _settled(fake, name: str) -> bool:
     cr = fake.get(G, V, P, name, "shop")
-    spec_hash = resources.spec_hash(resources.spec_from_resource(cr))
+    spec_hash = documents.spec_hash(documents.spec_from_document(cr))
     return (cr["metadata"].get("annotations") or {}).get(sync.SYNCED_HASH_ANNOTATION) == spec_hash and (
         cr.get("status") or {}
     ).get("observedGeneration") == cr["metadata"]["generation"]

@@ -59,8 +59,8 @@ def test_api_and_dashboard_refuse_an_overlapping_appgroup(client):
 
 @pytest.mark.django_db
 def test_cluster_appgroups_that_overlap_are_kept_and_flagged(client):
-    services.import_resource(document=boutique_document())
-    spec = services.resources.spec_from_resource(other_group("from-kubectl", {"matchLabels": {"app": "frontend"}}))
+    services.import_document(document=boutique_document())
+    spec = services.documents.spec_from_document(other_group("from-kubectl", {"matchLabels": {"app": "frontend"}}))
     group = services.save_appgroup(spec=spec, origin=Origin.CLUSTER, notify_cluster=False)  # the sync loop's path
     listing = client.get("/appgroups/").content.decode()
     assert "claims the same pods" in listing and "from-kubectl" in listing

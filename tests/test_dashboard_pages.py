@@ -339,10 +339,10 @@ def test_new_with_bad_yaml_creates_nothing(client):
 
 
 def test_new_accepts_a_scheduler_plugins_resource(client):
-    from apps.appgroups import resources
+    from apps.appgroups import documents
 
-    spec = resources.spec_from_resource(boutique_document())
-    doc = resources.resource_from_spec(spec, flavor="diktyo")
+    spec = documents.spec_from_document(boutique_document())
+    doc = documents.document_from_spec(spec, flavor="diktyo")
     doc["metadata"]["name"] = "boutique-diktyo"
     response = client.post("/appgroups/import", {"document": yaml.safe_dump(doc)})
     assert response.status_code == 302

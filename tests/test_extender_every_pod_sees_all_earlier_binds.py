@@ -23,7 +23,7 @@ import pytest
 import yaml
 from django.conf import settings
 
-from apps.appgroups import resources
+from apps.appgroups import documents
 from apps.appgroups.services import save_appgroup
 from apps.demo.rollout import CallStats, ExtenderConfig, KubeScheduler, RolloutResult
 from apps.probes.scenario import load_scenario
@@ -49,7 +49,7 @@ def cluster(transactional_db, fake_kube):
     scenario = load_scenario(PAPER_TESTBED)
     topology = topology_from_scenario(scenario)
     store_topology(topology)
-    spec = resources.spec_from_resource(yaml.safe_load(BOUTIQUE.read_text()))
+    spec = documents.spec_from_document(yaml.safe_load(BOUTIQUE.read_text()))
     save_appgroup(spec=spec, origin="netaware")
     for name, zone, region in zip(topology.nodes, topology.zones, topology.regions, strict=True):
         fake_kube.add_node(name, zone=zone, region=region, allocatable={"cpu": "4", "memory": "8Gi", "pods": "110"})

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from django.conf import settings
 
-from apps.appgroups import resources
+from apps.appgroups import documents
 from apps.appgroups.models import Placement
 from apps.appgroups.services import save_appgroup
 from apps.probes.scenario import load_scenario
@@ -49,7 +49,7 @@ def cluster(settings, db, fake_kube):
         fake_kube.add_node(node.name, zone=node.zone, region=node.region,
                            allocatable={"cpu": f"{node.cpu_millicores}m", "memory": str(node.memory_bytes),
                                         "pods": "110"})
-    spec = resources.spec_from_resource(yaml.safe_load((ROOT / "scenarios" / "social-network-appgroup.yaml").read_text()))
+    spec = documents.spec_from_document(yaml.safe_load((ROOT / "scenarios" / "social-network-appgroup.yaml").read_text()))
     save_appgroup(spec=spec, origin="netaware")
     return scenario, spec
 

@@ -12,8 +12,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from apps.appgroups import resources
-from apps.topology import resources as topology_resources
+from apps.appgroups import documents as appgroup_documents
+from apps.topology import documents as topology_documents
 from netaware_core import crdschema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +54,7 @@ EXTRA_DOCUMENTS = [ROOT / "scenarios" / name for name in (
     "online-boutique-appgroup.yaml", "social-network-appgroup.yaml", "two-tenants-appgroups.yaml")]
 
 QUANTITY = {
-    "anyOf": [{"type": "integer"}, {"type": "string", "pattern": resources.quantity.QUANTITY_PATTERN}]
+    "anyOf": [{"type": "integer"}, {"type": "string", "pattern": appgroup_documents.quantity.QUANTITY_PATTERN}]
 }
 STRING = {"type": "string"}
 
@@ -73,7 +73,7 @@ DIKTYO_WORKLOAD_INFO = closed(
 )
 # The scheduler-plugins (diktyo) shapes, written from their Go types (appgroup-api, networktopology-api).
 DIKTYO_SCHEMAS = {
-    (resources.DIKTYO_APPGROUP_API_VERSION, "AppGroup"): {
+    (appgroup_documents.DIKTYO_APPGROUP_API_VERSION, "AppGroup"): {
         "type": "object",
         "required": ["spec"],
         "properties": {
@@ -98,7 +98,7 @@ DIKTYO_SCHEMAS = {
             )
         },
     },
-    (topology_resources.DIKTYO_API_VERSION, "NetworkTopology"): {
+    (topology_documents.DIKTYO_API_VERSION, "NetworkTopology"): {
         "type": "object",
         "required": ["spec"],
         "properties": {
@@ -229,17 +229,17 @@ def test_examples_match_crds_and_convert(path):
     for doc in documents(path):
         assert validate_document(doc) in ("crd", "diktyo")
         if doc["kind"] == "AppGroup":
-            spec = resources.spec_from_resource(doc)
+            spec = appgroup_documents.spec_from_document(doc)
             assert spec.workloads
             # The export of the converted spec validates too, in both flavours.
             for flavor in ("netaware", "diktyo"):
-                validate_document(resources.resource_from_spec(spec, flavor=flavor))
+                validate_document(appgroup_documents.document_from_spec(spec, flavor=flavor))
 
 
 def test_boutique_status_validates_against_crd():
     doc = documents(ROOT / "scenarios" / "online-boutique-appgroup.yaml")[0]
-    spec = resources.spec_from_resource(doc)
-    doc["status"] = resources.status_document(
+    spec = appgroup_documents.spec_from_document(doc)
+    doc["status"] = appgroup_documents.status_document(
         spec,
         placements={"frontend": [{"pod": "frontend-1", "node": "n1402"}]},
         observed_generation=3,
@@ -293,7 +293,7 @@ def test_kubernetes_validate_rejects_a_broken_builtin():
 
 
 def test_diktyo_networktopology_export_is_sorted_for_binary_search():
-    doc = topology_resources.diktyo_networktopology_from_costs(
+    doc = topology_documents.diktyo_networktopology_from_costs(
         name="costs",
         zone_costs={
             ("b", "a"): 3.4,
@@ -336,5 +336,5 @@ def test_crd_rules_are_the_code_rules():
         validators.OPERATORS
     )
     dependency = workload["dependencies"]["items"]["properties"]
-    assert dependency["minBandwidth"]["pattern"] == resources.quantity.QUANTITY_PATTERN
-    assert dependency["maxNetworkCost"]["maximum"] == resources.MAX_NETWORK_COST
+    assert dependency["minBandwidth"]["pattern"] == appgroup_documents.quantity.QUANTITY_PATTERN
+    assert dependency["maxNetworkCost"]["maximum"] == appgroup_documents.MAX_NETWORK_COST

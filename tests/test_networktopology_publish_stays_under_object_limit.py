@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from apps.topology import publish, resources, services, tasks
+from apps.topology import documents, publish, services, tasks
 from apps.topology.topomath import EXTREMA_FIELDS, Topology, metric_extrema
 
 G, V, P = "netaware.io", "v1alpha1", "networktopologies"
@@ -49,10 +49,10 @@ def _topology(n: int, *, zones: int = 10, seed: int = 7, version: int = 1) -> To
 
 def test_every_object_at_1000_nodes_is_under_the_limit_and_parts_cover_every_pair():
     topology = _topology(1000)
-    docs = resources.build_documents(topology, name="netaware", namespace="netaware-system")
+    docs = documents.build_documents(topology, name="netaware", namespace="netaware-system")
     sizes = [len(json.dumps(doc).encode()) for doc in docs]
     assert max(sizes) < LIMIT
-    assert all(size <= resources.PART_BUDGET_BYTES + 4096 for size in sizes)  # headroom for managedFields
+    assert all(size <= documents.PART_BUDGET_BYTES + 4096 for size in sizes)  # headroom for managedFields
 
     *parts, main = docs
     assert main["metadata"]["name"] == "netaware" and main["spec"]["granularity"] == "Zone"
@@ -80,7 +80,7 @@ def test_every_object_at_1000_nodes_is_under_the_limit_and_parts_cover_every_pai
 
 
 def test_small_topology_is_one_node_level_object():
-    docs = resources.build_documents(_topology(19, zones=4))
+    docs = documents.build_documents(_topology(19, zones=4))
     assert len(docs) == 1
     spec = docs[0]["spec"]
     assert spec["granularity"] == "Node" and "part" not in spec and len(spec["latency"]) == 19
@@ -154,7 +154,7 @@ def test_publish_task_publishes_the_current_snapshot(fake_kube, settings):
     assert published["spec"]["bandwidth"]["b1"]["a2"] == 205
     assert {n["name"]: n["zone"] for n in published["spec"]["nodes"]} == {"a1": "A", "a2": "A", "b1": "B"}
     assert published["status"]["nodeCount"] == 3
-    assert published["metadata"]["annotations"][resources.VERSION_ANNOTATION] == str(snapshot.version)
+    assert published["metadata"]["annotations"][documents.VERSION_ANNOTATION] == str(snapshot.version)
     assert tasks.publish_network_topology().get("unchanged") is True
 
 

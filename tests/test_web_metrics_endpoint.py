@@ -161,7 +161,7 @@ def test_a_real_sync_conflict_is_counted(client, token, fake_kube):
     )
 
     before = scrape(client)["netaware_sync_conflicts_total"][()]
-    appgroup_services.import_resource(document=_boutique_doc(), origin=Origin.NETAWARE)
+    appgroup_services.import_document(document=_boutique_doc(), origin=Origin.NETAWARE)
     sync.sync_once()
     _edit_boutique_in_netaware("ad", 0.75)
     _edit_boutique_with_kubectl("ad", 0.5)

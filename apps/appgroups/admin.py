@@ -1,53 +1,208 @@
-"""Admin for AppGroups: workloads and dependencies inline, validated by the models' own rules.
+"""Admin for AppGroups: one page edits an AppGroup with its workloads and dependencies inline.
 
-Dependency choices are limited to the AppGroup's workloads; anything else (a target from another
-AppGroup posted by hand, a self-dependency, a zero sensitivity sum) is rejected by
-``Dependency.clean()`` as a field error on the form, never a 500.
+The page's forms only convert values. The AppGroup document they make up is judged as a whole by the
+same validator as every other entry point (``services.validate_document``: the CRD schema, the
+semantic rules, the database's rules), when the last inline is cleaned, and each problem is shown on
+the row and field it names, with the same message the API, the editors and the sync give. A valid
+page is saved by ``services.save_appgroup`` (tombstones, cluster sync and all). Workloads and
+dependencies are read-only on their own pages: a row alone cannot be judged without its AppGroup.
 """
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from django import forms
 from django.contrib import admin
+from django.forms.models import BaseInlineFormSet, construct_instance
 
-from . import services
+from . import documents, services
 from .models import AppGroup, AppGroupTombstone, Dependency, Placement, Workload
+
+
+class _ValuesOnly(forms.ModelForm):
+    """A row form that converts its values and leaves every rule to the AppGroup document's validator
+    (the models' constraints would answer a second time, in their own words)."""
+
+    def _post_clean(self) -> None:
+        self.instance = construct_instance(self, self.instance, self._meta.fields, self._meta.exclude)
+
+
+class _Page:
+    """The forms of one AppGroup change page (one request): the main form and the inline formsets."""
+
+    def __init__(self) -> None:
+        self.form: forms.ModelForm | None = None
+        self.formsets: dict[str, BaseInlineFormSet] = {}
+        self.spec: Any = None
+
+    @staticmethod
+    def of(request: Any) -> _Page:
+        page = getattr(request, "_appgroup_page", None)
+        if page is None:
+            page = request._appgroup_page = _Page()
+        return page
+
+    def ready(self) -> bool:
+        """True when every form converted its values (conversion errors are shown first, alone)."""
+        rows = [form for formset in self.formsets.values() for form in formset.forms]
+        return self.form is not None and self.form.is_valid() and not any(form.errors for form in rows)
+
+    def document(self) -> tuple[dict[str, Any], documents.PathMap]:
+        """The page as our AppGroup document, and where each of its paths is on the page."""
+        main = self.form.cleaned_data  # type: ignore[union-attr]
+        paths = documents.PathMap({"metadata.name": "form:name", "metadata.namespace": "form:namespace",
+                                   "spec.topologySortingAlgorithm": "form:topology_sorting_algorithm",
+                                   "spec.topologyMode": "form:topology_mode", "spec.workloads": "form:"})
+        rows = sorted(_kept(self.formsets["workloads"]), key=lambda item: (item[1].get("position") or 0, item[0]))
+        workloads: list[dict[str, Any]] = []
+        index_of: dict[Any, int] = {}
+        for index, (form_index, data, instance) in enumerate(rows):
+            if instance.pk is not None:  # only stored workloads can be chosen as a dependency's ends
+                index_of[instance.pk] = index
+            workloads.append(_workload_entry(data, f"spec.workloads[{index}]", f"workloads:{form_index}", paths))
+        deps = [(form_index, data) for form_index, data, _ in _kept(self.formsets["dependencies"])]
+        for form_index, data in sorted(deps, key=lambda item: (item[1].get("position") or 0, item[0])):
+            source = index_of.get(data["source"].pk)
+            if source is None:
+                continue  # its workload is being deleted: so is the dependency
+            target = data["target"]
+            name = workloads[index_of[target.pk]]["name"] if target.pk in index_of else target.name
+            entries = workloads[source].setdefault("dependencies", [])
+            base = f"spec.workloads[{source}].dependencies[{len(entries)}]"
+            entries.append(_dependency_entry(data, name, base, f"dependencies:{form_index}", paths))
+        document = {"apiVersion": documents.API_VERSION, "kind": documents.APPGROUP_KIND,
+                    "metadata": {"namespace": main["namespace"], "name": main["name"]},
+                    "spec": {"topologySortingAlgorithm": main["topology_sorting_algorithm"],
+                             "topologyMode": main["topology_mode"], "workloads": workloads}}
+        return document, paths
+
+    def check(self) -> None:
+        """Judge the page's AppGroup; each problem becomes an error on the form and field it names."""
+        if not self.ready():
+            return
+        document, paths = self.document()
+        instance = self.form.instance  # type: ignore[union-attr]
+        try:
+            self.spec = services.validate_document(document=document, appgroup=instance if instance.pk else None)
+        except documents.DocumentError as exc:
+            unplaced = [message for path, messages in paths.errors(exc.errors).items()
+                        for message in self._place(path, messages)]
+            raise forms.ValidationError(unplaced or ["The AppGroup was not saved: correct the errors on this page."]) from None
+
+    def _place(self, path: str, messages: list[str]) -> list[str]:
+        """Add ``messages`` to the field ``path`` names; the ones that fit no field are returned."""
+        match = re.fullmatch(r"(?:form|(workloads|dependencies):(\d+)):([a-z_]*)(.*)", path)
+        if match is None:
+            return [f"{path}: {message}" for message in messages]
+        prefix, index, field, rest = match.groups()
+        form = self.form if prefix is None else self.formsets[prefix].forms[int(index)]
+        for message in messages:
+            text = f"{rest.lstrip('.')}: {message}" if rest else message
+            form.add_error(field if field in form.fields else None, text)  # type: ignore[union-attr]
+        return []
+
+
+def _kept(formset: BaseInlineFormSet) -> list[tuple[int, dict[str, Any], Any]]:
+    """(form index, cleaned data, instance) of the rows the page keeps (not deleted, not left empty)."""
+    return [(index, form.cleaned_data, form.instance) for index, form in enumerate(formset.forms)
+            if form.cleaned_data and not form.cleaned_data.get("DELETE")]
+
+
+def _workload_entry(data: dict[str, Any], ours: str, theirs: str, paths: documents.PathMap) -> dict[str, Any]:
+    paths[f"{ours}"] = f"{theirs}:"
+    for field in ("name", "selector", "weight", "replicas"):
+        paths[f"{ours}.{field}"] = f"{theirs}:{field}"
+    for field, column in (("resources.cpu", "cpu_request"), ("resources.memory", "memory_request"),
+                          ("controller.kind", "controller_kind"), ("controller.name", "controller_name")):
+        paths[f"{ours}.{field}"] = f"{theirs}:{column}"
+    entry: dict[str, Any] = {"name": data["name"], "selector": data["selector"], "weight": data["weight"]}
+    if data.get("replicas") is not None:
+        entry["replicas"] = data["replicas"]
+    controller = {key: data[f"controller_{key}"] for key in ("kind", "name") if data.get(f"controller_{key}")}
+    if controller:
+        entry["controller"] = controller
+    requests = {key: data[f"{key}_request"] for key in ("cpu", "memory") if data.get(f"{key}_request")}
+    if requests:
+        entry["resources"] = requests
+    return entry
+
+
+def _dependency_entry(data: dict[str, Any], target: str, ours: str, theirs: str,
+                      paths: documents.PathMap) -> dict[str, Any]:
+    paths[ours] = f"{theirs}:"
+    paths[f"{ours}.name"] = f"{theirs}:target"
+    paths[f"{ours}.metrics"] = f"{theirs}:"
+    for field, column in (("metrics.latency", "latency"), ("metrics.bandwidth", "bandwidth"),
+                          ("metrics.lossrate", "lossrate"), ("maxNetworkCost", "max_network_cost"),
+                          ("minBandwidth", "min_bandwidth")):
+        paths[f"{ours}.{field}"] = f"{theirs}:{column}"
+    entry: dict[str, Any] = {"name": target,
+                             "metrics": {key: data[key] for key in ("latency", "bandwidth", "lossrate")}}
+    if data.get("max_network_cost") is not None:
+        entry["maxNetworkCost"] = data["max_network_cost"]
+    if data.get("min_bandwidth"):
+        entry["minBandwidth"] = data["min_bandwidth"]
+    return entry
+
+
+class _PageFormSet(BaseInlineFormSet):
+    """An inline of the AppGroup page; the last one to be cleaned has the whole page judged."""
+
+    def __init__(self, *args: Any, page: _Page | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.page = page or _Page()
+        self.page.formsets[self.prefix] = self
+
+    def validate_unique(self) -> None:
+        """Duplicate workloads and dependencies are the document validator's to name."""
+
+    def clean(self) -> None:
+        super().clean()
+        if self.is_bound and list(self.page.formsets)[-1] == self.prefix:
+            self.page.check()
+
+
+class AppGroupForm(_ValuesOnly):
+    class Meta:
+        model = AppGroup
+        fields = ("namespace", "name", "description", "topology_sorting_algorithm", "topology_mode", "origin")
+
+    page: _Page | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.page is not None:
+            self.page.form = self
+
+
+class WorkloadForm(_ValuesOnly):
+    class Meta:
+        model = Workload
+        fields = ("name", "position", "selector", "weight", "controller_kind", "controller_name", "replicas",
+                  "cpu_request", "memory_request")
+
+
+class DependencyForm(_ValuesOnly):
+    class Meta:
+        model = Dependency
+        fields = ("source", "target", "latency", "bandwidth", "lossrate", "max_network_cost", "min_bandwidth",
+                  "position")
 
 
 class WorkloadInline(admin.TabularInline):
     model = Workload
+    form = WorkloadForm
+    formset = _PageFormSet
     extra = 0
-    fields = (
-        "name",
-        "position",
-        "selector",
-        "weight",
-        "controller_kind",
-        "controller_name",
-        "replicas",
-        "cpu_request",
-        "memory_request",
-    )
-
-
-class DependencyInlineForm(forms.ModelForm):
-    class Meta:
-        model = Dependency
-        fields = (
-            "source",
-            "target",
-            "latency",
-            "bandwidth",
-            "lossrate",
-            "max_network_cost",
-            "min_bandwidth",
-            "position",
-        )
+    fields = WorkloadForm.Meta.fields
 
 
 class DependencyInline(admin.TabularInline):
     model = Dependency
-    form = DependencyInlineForm
+    form = DependencyForm
+    formset = _PageFormSet
     fk_name = "appgroup"
     extra = 0
 
@@ -74,19 +229,35 @@ class AppGroupAdmin(admin.ModelAdmin):
     list_filter = ("namespace", "origin", "topology_sorting_algorithm", "topology_mode")
     search_fields = ("name", "namespace", "description")
     readonly_fields = AppGroup.BOOKKEEPING_FIELDS
+    form = AppGroupForm
     inlines = (WorkloadInline, DependencyInline)
 
-    # The cluster sync hears of admin edits through the same services as every other path.
+    def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"page": _Page.of(request)})
+
+    def get_formset_kwargs(self, request, obj, inline, prefix):  # type: ignore[no-untyped-def]
+        return {**super().get_formset_kwargs(request, obj, inline, prefix), "page": _Page.of(request)}
+
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
-        obj._old_key = services.key_before_save(appgroup=obj) if change else None
-        obj._created = not change
-        super().save_model(request, obj, form, change)
+        """Nothing yet: the row and its graph are written together in ``save_related``."""
 
     def save_related(self, request, form, formsets, change):  # type: ignore[no-untyped-def]
-        super().save_related(request, form, formsets, change)
-        obj = form.instance
-        services.changed(appgroup=obj, old_key=getattr(obj, "_old_key", None), created=getattr(obj, "_created", False),
-                         notify_cluster=True)
+        saved = services.save_appgroup(
+            spec=_Page.of(request).spec, origin=form.cleaned_data["origin"], appgroup=form.instance if change else None,
+            description=form.cleaned_data["description"], create_only=not change,
+        )
+        form.instance.pk = saved.pk
+        form.instance.refresh_from_db()
+
+    def construct_change_message(self, request, form, formsets, add=False):  # type: ignore[no-untyped-def]
+        return super().construct_change_message(request, form, [], add)  # rows were written by the service
+
+    def get_deleted_objects(self, objs, request):  # type: ignore[no-untyped-def]
+        """Workloads and dependencies go with their AppGroup (their own pages cannot delete them)."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        rows = {str(Workload._meta.verbose_name), str(Dependency._meta.verbose_name)}
+        return deleted, counts, perms_needed - rows, protected
 
     def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
         services.delete_appgroup(appgroup=obj)
@@ -96,31 +267,30 @@ class AppGroupAdmin(admin.ModelAdmin):
             services.delete_appgroup(appgroup=appgroup)
 
 
-class WorkloadDependencyInline(admin.TabularInline):
-    """Dependencies declared by one workload (edited from the workload page)."""
+class _ReadOnly:
+    """Shown, never edited here: the row belongs to its AppGroup's page."""
+
+    def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+
+class WorkloadDependencyInline(_ReadOnly, admin.TabularInline):
+    """Dependencies declared by one workload."""
 
     model = Dependency
-    form = DependencyInlineForm
     fk_name = "source"
     extra = 0
     exclude = ("appgroup",)
 
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
-        if db_field.name == "target":
-            object_id = request.resolver_match.kwargs.get("object_id") if request.resolver_match else None
-            group = (
-                Workload.objects.filter(pk=object_id).values_list("appgroup_id", flat=True).first()
-                if object_id
-                else None
-            )
-            kwargs["queryset"] = (
-                Workload.objects.filter(appgroup_id=group) if group else Workload.objects.none()
-            )
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
-
 
 @admin.register(Workload)
-class WorkloadAdmin(admin.ModelAdmin):
+class WorkloadAdmin(_ReadOnly, admin.ModelAdmin):
     list_display = ("name", "appgroup", "weight", "controller_kind", "controller_name", "replicas")
     list_filter = ("appgroup__namespace",)
     search_fields = ("name", "appgroup__name", "controller_name")
@@ -129,7 +299,7 @@ class WorkloadAdmin(admin.ModelAdmin):
 
 
 @admin.register(Dependency)
-class DependencyAdmin(admin.ModelAdmin):
+class DependencyAdmin(_ReadOnly, admin.ModelAdmin):
     list_display = (
         "source",
         "target",

@@ -1,15 +1,15 @@
 """AppGroups: which workloads talk to which, and how much each conversation cares about the network.
 
-The rules live here once — field validators, ``clean()`` and ``Meta.constraints`` — so the admin,
-the dashboard forms, the API and the CR import (services.py) reject the same things with the same
-messages. Cross-row rules the database cannot express (a dependency's target must belong to the
-same AppGroup) are in ``clean()`` and in the service that writes whole graphs.
+What an AppGroup may contain is decided by its document's one validator (``documents.spec_from_document``:
+the CRD schema and ``validators.semantic_errors``) and by ``services.check_appgroup`` for the rules that
+need the database; every writer (API, admin, editors, import, sync) goes through ``services.save_appgroup``.
+The models carry no validators of their own, so no entry point answers with a second wording:
+``Meta.constraints`` are the database's last line of defence, not a place users meet.
 """
 
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.db.models.lookups import GreaterThan
@@ -29,41 +29,9 @@ def valid_choice(field: str, choices: type[models.TextChoices], *, name: str, me
                                   violation_error_message=message)
 
 
-def validate_namespace(value: str) -> None:
-    error = validators.dns1123_label_error(value, "namespace")
-    if error:
-        raise ValidationError(error, code="invalid")
-
-
-def validate_appgroup_name(value: str) -> None:
-    error = validators.dns1123_subdomain_error(value, "name")
-    if error:
-        raise ValidationError(error, code="invalid")
-
-
-def validate_workload_name(value: str) -> None:
-    """Workload names are label values: they double as the diktyo workload selector."""
-    if not value:
-        raise ValidationError("workload name must not be empty", code="required")
-    error = validators.label_value_error(value)
-    if error:
-        raise ValidationError(error.replace("label value", "workload name"), code="invalid")
-
-
-def validate_quantity(value: str) -> None:
-    if value in ("", None):
-        return
-    try:
-        number = quantity.parse_quantity(value)
-    except quantity.QuantityError as exc:
-        raise ValidationError(str(exc), code="invalid") from exc
-    if number < 0:
-        raise ValidationError(f"{validators.short(value)} must not be negative", code="min_value")
-
-
 class AppGroup(models.Model):
-    namespace = models.CharField(max_length=63, validators=[validate_namespace])
-    name = models.CharField(max_length=253, validators=[validate_appgroup_name])
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
     description = models.TextField(blank=True)
     topology_sorting_algorithm = models.CharField(
         max_length=32, choices=TopologySortingAlgorithm.choices, default=TopologySortingAlgorithm.KAHN
@@ -139,24 +107,18 @@ class AppGroupTombstone(models.Model):
 
 class Workload(models.Model):
     appgroup = models.ForeignKey(AppGroup, on_delete=models.CASCADE, related_name="workloads")
-    name = models.CharField(max_length=63, validators=[validate_workload_name])
+    name = models.CharField(max_length=63)
     # Declaration order: decides the first-matching workload for a pod and ties in the sort.
     position = models.PositiveIntegerField(default=0)
     selector = models.JSONField(
         help_text="Label selector: {matchLabels: {...}, matchExpressions: [...]}, or a string such as app=frontend."
     )
-    weight = models.FloatField(
-        default=1.0, validators=[MinValueValidator(0.0)], help_text="Importance (>= 0)."
-    )
+    weight = models.FloatField(default=1.0, help_text="Importance (>= 0).")
     controller_kind = models.CharField(max_length=63, blank=True, help_text="e.g. Deployment")
     controller_name = models.CharField(max_length=253, blank=True)
-    replicas = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
-    cpu_request = models.CharField(
-        max_length=32, blank=True, validators=[validate_quantity], help_text="e.g. 100m"
-    )
-    memory_request = models.CharField(
-        max_length=32, blank=True, validators=[validate_quantity], help_text="e.g. 64Mi"
-    )
+    replicas = models.PositiveIntegerField(null=True, blank=True)
+    cpu_request = models.CharField(max_length=32, blank=True, help_text="e.g. 100m")
+    memory_request = models.CharField(max_length=32, blank=True, help_text="e.g. 64Mi")
 
     class Meta:
         ordering = ("appgroup", "position", "id")
@@ -181,16 +143,6 @@ class Workload(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def clean(self) -> None:
-        super().clean()
-        if self.selector in (None, "", {}):
-            raise ValidationError({"selector": "selector must not be empty (it would select every pod)"})
-        try:
-            self.selector = validators.normalize_selector(self.selector)
-        except validators.SelectorError as exc:
-            where = f"{exc.field_path}: " if exc.field_path else ""
-            raise ValidationError({"selector": f"{where}{exc.message}"}) from exc
-
     @property
     def cpu_request_millicores(self) -> int:
         return quantity.cpu_millicores(self.cpu_request) if self.cpu_request else 0
@@ -205,23 +157,11 @@ class Dependency(models.Model):
     source = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="dependencies")
     target = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="dependents")
     position = models.PositiveIntegerField(default=0)
-    latency = models.FloatField(validators=[MinValueValidator(0.0)], help_text="Latency sensitivity (>= 0).")
-    bandwidth = models.FloatField(
-        validators=[MinValueValidator(0.0)], help_text="Bandwidth sensitivity (>= 0)."
-    )
-    lossrate = models.FloatField(validators=[MinValueValidator(0.0)], help_text="Loss sensitivity (>= 0).")
-    max_network_cost = models.PositiveIntegerField(
-        null=True,
-        blank=True,
-        validators=[MaxValueValidator(MAX_NETWORK_COST)],
-        help_text="0..10000, as in the KEP",
-    )
-    min_bandwidth = models.CharField(
-        max_length=32,
-        blank=True,
-        validators=[validate_quantity],
-        help_text="Kubernetes quantity in bit/s, e.g. 100M",
-    )
+    latency = models.FloatField(help_text="Latency sensitivity (>= 0).")
+    bandwidth = models.FloatField(help_text="Bandwidth sensitivity (>= 0).")
+    lossrate = models.FloatField(help_text="Loss sensitivity (>= 0).")
+    max_network_cost = models.PositiveIntegerField(null=True, blank=True, help_text="0..10000, as in the KEP")
+    min_bandwidth = models.CharField(max_length=32, blank=True, help_text="Kubernetes quantity in bit/s, e.g. 100M")
     min_bandwidth_bps = models.FloatField(null=True, blank=True, editable=False)
 
     class Meta:
@@ -264,48 +204,10 @@ class Dependency(models.Model):
         return f"{self.source_id}->{self.target_id}"
 
     def _update_derived(self) -> None:
-        if self.appgroup_id is None and self.source_id is not None:
-            self.appgroup_id = (
-                Workload.objects.filter(pk=self.source_id).values_list("appgroup_id", flat=True).first()
-            )
-        if self.min_bandwidth:
-            try:
-                self.min_bandwidth_bps = quantity.bandwidth_bps(self.min_bandwidth)
-            except quantity.QuantityError:
-                self.min_bandwidth_bps = None
-        else:
+        try:
+            self.min_bandwidth_bps = quantity.bandwidth_bps(self.min_bandwidth) if self.min_bandwidth else None
+        except quantity.QuantityError:
             self.min_bandwidth_bps = None
-
-    def clean(self) -> None:
-        super().clean()
-        errors: dict[str, list[str]] = {}
-        self._update_derived()
-        if self.source_id is not None and self.source_id == self.target_id:
-            errors.setdefault("target", []).append("A workload cannot depend on itself.")
-        elif self.source_id is not None and self.target_id is not None:
-            groups = dict(
-                Workload.objects.filter(pk__in=(self.source_id, self.target_id)).values_list(
-                    "pk", "appgroup_id"
-                )
-            )
-            source_group, target_group = groups.get(self.source_id), groups.get(self.target_id)
-            if target_group != source_group:
-                errors.setdefault("target", []).append(
-                    "Unknown dependency target: the workload belongs to another AppGroup."
-                )
-            if self.appgroup_id is not None and source_group is not None and source_group != self.appgroup_id:
-                errors.setdefault("source", []).append("The source workload belongs to another AppGroup.")
-        values = (self.latency, self.bandwidth, self.lossrate)
-        if (
-            all(isinstance(v, int | float) for v in values)
-            and all(v >= 0 for v in values)
-            and sum(values) <= 0
-        ):
-            errors.setdefault("__all__", []).append(
-                "Latency, bandwidth and lossrate sensitivities must have a positive sum."
-            )
-        if errors:
-            raise ValidationError(errors)
 
     def save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         self._update_derived()

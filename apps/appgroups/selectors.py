@@ -9,7 +9,7 @@ from django.db.models import Prefetch, QuerySet
 
 from netaware_core import quantity
 
-from . import resources
+from . import documents
 from .graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
 from .models import AppGroup, Dependency, Placement, Workload
 from .overlap import common_pod
@@ -49,7 +49,7 @@ def _spec(
         specs.append(
             WorkloadSpec(
                 name=workload.name,
-                selector=resources.selector_from_mapping(workload.selector or {}),
+                selector=documents.selector_from_mapping(workload.selector or {}),
                 weight=workload.weight,
                 dependencies=tuple(by_source.get(workload.pk, ())),
                 controller_kind=workload.controller_kind,
@@ -116,7 +116,7 @@ def appgroup_placements(*, appgroup: AppGroup) -> dict[str, list[dict[str, str]]
 
 def topology_order(*, appgroup: AppGroup, algorithm: str | None = None) -> list[str]:
     """Workload names in the AppGroup's (or the given) topological order; cycles use the fallback."""
-    return list(resources.topology_order(appgroup_spec(appgroup=appgroup), algorithm).order)
+    return list(documents.topology_order(appgroup_spec(appgroup=appgroup), algorithm).order)
 
 
 def get_appgroup(*, namespace: str, name: str) -> AppGroup | None:
@@ -133,7 +133,7 @@ def namespace_selectors(*, namespace: str, exclude_pk: int | None = None) -> lis
     """(AppGroup "namespace/name", workload, selector) of every workload of the namespace's AppGroups."""
     rows = (Workload.objects.filter(appgroup__namespace=namespace).exclude(appgroup_id=exclude_pk)
             .order_by("appgroup__name", "position").values_list("appgroup__namespace", "appgroup__name", "name", "selector"))
-    return [(f"{ns}/{group}", name, resources.selector_from_mapping(selector or {})) for ns, group, name, selector in rows]
+    return [(f"{ns}/{group}", name, documents.selector_from_mapping(selector or {})) for ns, group, name, selector in rows]
 
 
 def overlapping_appgroups() -> dict[str, list[str]]:
@@ -144,7 +144,7 @@ def overlapping_appgroups() -> dict[str, list[str]]:
     rows = Workload.objects.order_by("appgroup__namespace", "appgroup__name", "position").values_list(
         "appgroup__namespace", "appgroup__name", "name", "selector")
     for ns, group, name, selector in rows:
-        by_namespace.setdefault(ns, []).append((f"{ns}/{group}", name, resources.selector_from_mapping(selector or {})))
+        by_namespace.setdefault(ns, []).append((f"{ns}/{group}", name, documents.selector_from_mapping(selector or {})))
     flags: dict[str, list[str]] = {}
     for entries in by_namespace.values():
         for i, (group_a, name_a, sel_a) in enumerate(entries):
@@ -163,7 +163,7 @@ def overlapping_appgroups() -> dict[str, list[str]]:
 def claims_for_labels(*, namespace: str, labels: dict[str, str]) -> list[WorkloadClaim]:
     """Every AppGroup workload (first matching per AppGroup, AppGroups by name) that claims a pod
     with these labels; a pin label restricts the answer to the AppGroup it names."""
-    pin = labels.get(resources.APPGROUP_LABEL) or labels.get(resources.DIKTYO_APPGROUP_LABEL)
+    pin = labels.get(documents.APPGROUP_LABEL) or labels.get(documents.DIKTYO_APPGROUP_LABEL)
     claims: list[WorkloadClaim] = []
     seen: set[str] = set()
     for group, name, selector in namespace_selectors(namespace=namespace):

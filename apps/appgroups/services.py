@@ -1,9 +1,13 @@
 """Writes of the appgroups app (HackSoft style: keyword-only, typed, atomic).
 
-Every write of a whole graph goes through ``save_appgroup``: it replaces the workloads and
-dependencies of one AppGroup atomically and validates every row with ``full_clean()`` — the same
-rules as the admin and the forms. Errors come back as ``AppGroupValidationError.errors``, a dict of
-field paths in the API's shape (``workloads[1].dependencies[0].target``) to messages.
+Every write of a whole graph goes through ``save_appgroup``. What may be saved is decided in two
+places only: the AppGroup document's own rules (``documents.spec_from_document``: the CRD schema and
+``validators.semantic_errors``, run again here on the spec's document so no caller can bypass them)
+and the rules that need the database, ``check_appgroup`` (a namespace/name already taken, selectors
+that claim pods another AppGroup of the namespace claims). Errors are ``documents.DocumentError`` (an
+``AppGroupValidationError`` for the database's rules) by field path of our AppGroup document
+(``spec.workloads[1].dependencies[0].name``); entry points that built the document from another shape
+map the paths back to theirs (``documents.PathMap``).
 
 Every write also tells the cluster sync, explicitly (``notify_cluster``; the sync loop's own writes
 pass False): a deletion records a tombstone (``AppGroupTombstone``: the only thing that lets the sync
@@ -19,16 +23,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from celery import current_app
-from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from netaware_core import kube, quantity
-from netaware_core.fielderrors import FieldError
 
-from . import resources, validators
+from . import documents, validators
 from .choices import Origin, PlacementSource
-from .graph import AppGroupSpec, LabelSelector
+from .graph import AppGroupSpec, DependencySpec, WorkloadSpec
 from .models import AppGroup, AppGroupTombstone, Dependency, Placement, Workload
 from .overlap import overlaps
 from .selectors import appgroup_spec, appgroups_with_graph, namespace_selectors
@@ -43,35 +45,49 @@ SYNC_TASK_EXPIRES = 300
 SYNC_TASK = "apps.appgroups.tasks.sync_appgroup"
 
 
-class AppGroupValidationError(FieldError):
-    """Invalid AppGroup graph; ``errors`` maps model field paths (``workloads[1].latency``) to messages."""
-
-    def __init__(self, errors: Mapping[str, list[str]]) -> None:
-        super().__init__(errors=errors)
+class AppGroupValidationError(documents.DocumentError):
+    """An AppGroup that cannot be saved; ``errors`` by field path of our AppGroup document."""
 
 
-def document_errors(exc: resources.ResourceError | AppGroupValidationError) -> dict[str, list[str]]:
-    """Errors of a resource document's import, keyed by resource paths (``spec.workloads[0].weight``)
-    whichever layer found them (the API's import and the dashboard's editors show the same)."""
-    if isinstance(exc, resources.ResourceError):
-        return {exc.field_path: [exc.message]}
+# --- the rules that need the database ----------------------------------------------------------
+
+
+def check_appgroup(
+    *, spec: AppGroupSpec, appgroup: AppGroup | None = None, create_only: bool = False, origin: str = Origin.NETAWARE
+) -> dict[str, list[str]]:
+    """Why ``spec`` cannot be stored (empty when it can), by document path: its namespace/name taken by
+    another row (``appgroup`` is the row being edited; without it the row of that name is replaced
+    unless ``create_only``), or a workload selector that can claim a pod another AppGroup of the
+    namespace claims. Writes from the cluster (``origin`` cluster) skip the overlap rule: the
+    cluster's state is never lost, the dashboard flags them (``selectors.overlapping_appgroups``)."""
+    same_key = AppGroup.objects.filter(namespace=spec.namespace, name=spec.name)
+    if appgroup is not None and appgroup.pk is not None:
+        current, taken = appgroup.pk, same_key.exclude(pk=appgroup.pk).exists()
+    else:
+        current = same_key.values_list("pk", flat=True).first()
+        taken = create_only and current is not None
+    if taken:
+        return {"metadata.name": [f"An AppGroup named {validators.short(spec.name)} already exists in namespace "
+                                  f"{validators.short(spec.namespace)}."]}
+    return _overlap_errors(spec=spec, exclude_pk=current) if origin == Origin.NETAWARE else {}
+
+
+def _overlap_errors(*, spec: AppGroupSpec, exclude_pk: int | None) -> dict[str, list[str]]:
+    """A pod both selectors match would silently belong to whichever AppGroup comes first by name."""
+    others = namespace_selectors(namespace=spec.namespace, exclude_pk=exclude_pk)
+    index = {w.name: i for i, w in enumerate(spec.workloads)}
     errors: dict[str, list[str]] = {}
-    for path, messages in exc.errors.items():
-        errors.setdefault(resources.resource_path(path), []).extend(messages)
+    for o in overlaps([(w.name, w.selector) for w in spec.workloads], others):
+        example = ", ".join(f"{k}={v}" for k, v in sorted(o.example.items()))
+        errors.setdefault(f"spec.workloads[{index[o.workload]}].selector", []).append(
+            f"overlaps workload {validators.short(o.other_workload)} of AppGroup {o.other_appgroup}: a pod labelled "
+            f"{example} would match both, and only the first AppGroup by name would get it. Narrow the selector, "
+            f"or select on the label {documents.APPGROUP_LABEL}={spec.name} that the pods carry."
+        )
     return errors
 
 
-def _collect(errors: dict[str, list[str]], prefix: str, exc: ValidationError) -> None:
-    for field, messages in exc.message_dict.items():
-        if field == NON_FIELD_ERRORS:
-            path = prefix or "non_field_errors"
-        else:
-            path = f"{prefix}.{field}" if prefix else field
-        errors.setdefault(path, []).extend(messages)
-
-
-def _selector_mapping(selector: LabelSelector) -> dict[str, Any]:
-    return resources.selector_to_mapping(selector)
+# --- writes ------------------------------------------------------------------------------------
 
 
 @transaction.atomic
@@ -95,154 +111,71 @@ def save_appgroup(
     ``notify_cluster=False`` for changes that come from the cluster.
     """
     if origin not in Origin.values:
-        raise AppGroupValidationError({"origin": [f"{validators.short(origin)} is not one of {', '.join(Origin.values)}"]})
-    errors: dict[str, list[str]] = {}
-    if appgroup is None:
-        appgroup = (
-            AppGroup.objects.select_for_update().filter(namespace=spec.namespace, name=spec.name).first()
-        )
-        if appgroup is not None and create_only:
-            raise AppGroupValidationError(
-                {"name": [f"An AppGroup named {validators.short(spec.name)} already exists in namespace {validators.short(spec.namespace)}."]}
-            )
-        if appgroup is None:
-            appgroup = AppGroup(namespace=spec.namespace, name=spec.name)
-    else:
-        appgroup = AppGroup.objects.select_for_update().get(pk=appgroup.pk)
-        appgroup.namespace, appgroup.name = spec.namespace, spec.name
-    old_key = key_before_save(appgroup=appgroup)
-    appgroup.topology_sorting_algorithm = spec.topology_sorting_algorithm
-    appgroup.topology_mode = spec.topology_mode
-    appgroup.origin = origin
-    if description is not None:
-        appgroup.description = description
-    appgroup.spec_hash = resources.spec_hash(spec)
-    try:
-        appgroup.full_clean()
-    except ValidationError as exc:
-        _collect(errors, "", exc)
-        raise AppGroupValidationError(errors) from None
-    created = appgroup.pk is None
-    appgroup.save()
-    changed(appgroup=appgroup, old_key=old_key, created=created, notify_cluster=notify_cluster)
-
-    seen: dict[str, int] = {}
-    for index, workload_spec in enumerate(spec.workloads):
-        if workload_spec.name in seen:
-            errors.setdefault(f"workloads[{index}].name", []).append(
-                f"Duplicate workload name {validators.short(workload_spec.name)} (also workloads[{seen[workload_spec.name]}])."
-            )
-        seen.setdefault(workload_spec.name, index)
+        raise AppGroupValidationError(errors={"origin": [f"{validators.short(origin)} is not one of {', '.join(Origin.values)}"]})
+    try:  # the document's own rules, whoever built the spec
+        documents.spec_from_document(documents.document_from_spec(spec))
+    except documents.DocumentError as exc:
+        raise AppGroupValidationError(errors=exc.errors) from None
+    row = _locked_row(spec=spec, appgroup=appgroup)
+    errors = check_appgroup(spec=spec, appgroup=appgroup, create_only=create_only, origin=origin)
     if errors:
-        raise AppGroupValidationError(errors)
+        raise AppGroupValidationError(errors=errors)
+    created = row.pk is None
+    row.namespace, row.name = spec.namespace, spec.name
+    old_key = key_before_save(appgroup=row)
+    row.topology_sorting_algorithm, row.topology_mode = spec.topology_sorting_algorithm, spec.topology_mode
+    row.origin, row.spec_hash = origin, documents.spec_hash(spec)
+    if description is not None:
+        row.description = description
+    row.save()
+    changed(appgroup=row, old_key=old_key, created=created, notify_cluster=notify_cluster)
+    _write_graph(appgroup=row, spec=spec)
+    return row
 
+
+def _locked_row(*, spec: AppGroupSpec, appgroup: AppGroup | None) -> AppGroup:
+    """The row to write, locked: the given one, the one of the spec's namespace/name, or a new one."""
+    if appgroup is not None and appgroup.pk is not None:
+        return AppGroup.objects.select_for_update().get(pk=appgroup.pk)
+    found = AppGroup.objects.select_for_update().filter(namespace=spec.namespace, name=spec.name).first()
+    return found or AppGroup(namespace=spec.namespace, name=spec.name)
+
+
+def _write_graph(*, appgroup: AppGroup, spec: AppGroupSpec) -> None:
+    """Workloads matched by name (their placements survive), undeclared ones deleted; dependencies rewritten."""
     existing = {workload.name: workload for workload in appgroup.workloads.all()}
     saved: dict[str, Workload] = {}
     for index, workload_spec in enumerate(spec.workloads):
-        workload = existing.pop(workload_spec.name, None) or Workload(
-            appgroup=appgroup, name=workload_spec.name
-        )
-        workload.position = index
-        workload.selector = _selector_mapping(workload_spec.selector)
-        workload.weight = workload_spec.weight
-        workload.controller_kind = workload_spec.controller_kind
-        workload.controller_name = workload_spec.controller_name
-        workload.replicas = workload_spec.replicas
-        workload.cpu_request = (
-            quantity.format_cpu(workload_spec.cpu_request_millicores)
-            if workload_spec.cpu_request_millicores
-            else ""
-        )
-        workload.memory_request = (
-            quantity.format_bytes(workload_spec.memory_request_bytes)
-            if workload_spec.memory_request_bytes
-            else ""
-        )
-        try:
-            workload.full_clean(validate_unique=False)
-        except ValidationError as exc:
-            _collect(errors, f"workloads[{index}]", exc)
-            continue
+        workload = existing.pop(workload_spec.name, None) or Workload(appgroup=appgroup, name=workload_spec.name)
+        _copy_workload(workload, workload_spec, position=index)
         saved[workload.name] = workload
-    if errors:
-        raise AppGroupValidationError(errors)
-    # Drop workloads no longer declared first, then rename-free saves cannot collide.
-    if existing:
-        Workload.objects.filter(pk__in=[w.pk for w in existing.values()]).delete()
+    Workload.objects.filter(pk__in=[w.pk for w in existing.values()]).delete()
     for workload in saved.values():
         workload.save()
-
     appgroup.dependencies.all().delete()
-    position = 0
-    for index, workload_spec in enumerate(spec.workloads):
-        pairs: set[str] = set()
-        for dep_index, dep_spec in enumerate(workload_spec.dependencies):
-            path = f"workloads[{index}].dependencies[{dep_index}]"
-            target = saved.get(dep_spec.target)
-            if target is None:
-                errors.setdefault(f"{path}.target", []).append(
-                    f"Unknown dependency target {validators.short(dep_spec.target)}: not a workload of this AppGroup."
-                )
-                continue
-            if dep_spec.target in pairs:
-                errors.setdefault(f"{path}.target", []).append(
-                    f"Duplicate dependency on {validators.short(dep_spec.target)}."
-                )
-                continue
-            pairs.add(dep_spec.target)
-            dependency = Dependency(
-                appgroup=appgroup,
-                source=saved[workload_spec.name],
-                target=target,
-                position=position,
-                latency=dep_spec.sensitivity.latency,
-                bandwidth=dep_spec.sensitivity.bandwidth,
-                lossrate=dep_spec.sensitivity.lossrate,
-                max_network_cost=int(dep_spec.max_network_cost)
-                if dep_spec.max_network_cost is not None
-                else None,
-                min_bandwidth=(
-                    quantity.format_bytes(dep_spec.min_bandwidth_bps)
-                    if dep_spec.min_bandwidth_bps is not None
-                    else ""
-                ),
-            )
-            position += 1
-            try:
-                dependency.full_clean(validate_unique=False)
-            except ValidationError as exc:
-                _collect(errors, path, exc)
-                continue
-            dependency.save()
-    if errors:
-        raise AppGroupValidationError(errors)
-    if origin == Origin.NETAWARE:  # last: the graph's own errors come first; raising rolls everything back
-        _refuse_overlaps(spec=spec, appgroup=appgroup)
-    return appgroup
+    dependencies = [(saved[w.name], dep) for w in spec.workloads for dep in w.dependencies]
+    for position, (source, dep) in enumerate(dependencies):
+        _dependency_row(appgroup, source, saved[dep.target], dep, position=position).save()
 
 
-def _refuse_overlaps(*, spec: AppGroupSpec, appgroup: AppGroup) -> None:
-    """Refuse workloads whose selector can claim a pod another AppGroup of the namespace claims.
+def _copy_workload(workload: Workload, spec: WorkloadSpec, *, position: int) -> None:
+    workload.position = position
+    workload.selector = documents.selector_to_mapping(spec.selector)
+    workload.weight = spec.weight
+    workload.controller_kind, workload.controller_name = spec.controller_kind, spec.controller_name
+    workload.replicas = spec.replicas
+    workload.cpu_request = quantity.format_cpu(spec.cpu_request_millicores) if spec.cpu_request_millicores else ""
+    workload.memory_request = quantity.format_bytes(spec.memory_request_bytes) if spec.memory_request_bytes else ""
 
-    Such a pod would silently belong to whichever AppGroup comes first by name. Writes from the
-    cluster (the sync loop) are accepted as they are, so the cluster's state is never lost; the
-    dashboard flags them (selectors.overlapping_appgroups).
-    """
 
-    others = namespace_selectors(namespace=spec.namespace, exclude_pk=appgroup.pk)
-    found = overlaps([(w.name, w.selector) for w in spec.workloads], others)
-    if not found:
-        return
-    index = {w.name: i for i, w in enumerate(spec.workloads)}
-    errors: dict[str, list[str]] = {}
-    for o in found:
-        example = ", ".join(f"{k}={v}" for k, v in sorted(o.example.items()))
-        errors.setdefault(f"workloads[{index[o.workload]}].selector", []).append(
-            f"overlaps workload {validators.short(o.other_workload)} of AppGroup {o.other_appgroup}: a pod labelled "
-            f"{example} would match both, and only the first AppGroup by name would get it. Narrow the selector, "
-            f"or select on the label {resources.APPGROUP_LABEL}={spec.name} that the pods carry."
-        )
-    raise AppGroupValidationError(errors)
+def _dependency_row(appgroup: AppGroup, source: Workload, target: Workload, dep: DependencySpec, *,
+                    position: int) -> Dependency:
+    return Dependency(
+        appgroup=appgroup, source=source, target=target, position=position,
+        latency=dep.sensitivity.latency, bandwidth=dep.sensitivity.bandwidth, lossrate=dep.sensitivity.lossrate,
+        max_network_cost=int(dep.max_network_cost) if dep.max_network_cost is not None else None,
+        min_bandwidth=quantity.format_bytes(dep.min_bandwidth_bps) if dep.min_bandwidth_bps is not None else "",
+    )
 
 
 def upsert_appgroup_from_spec(*, spec: AppGroupSpec, origin: str, notify_cluster: bool = True) -> AppGroup:
@@ -251,24 +184,24 @@ def upsert_appgroup_from_spec(*, spec: AppGroupSpec, origin: str, notify_cluster
 
 
 def document_description(document: Mapping[str, Any]) -> str | None:
-    """The description a resource document carries in its annotation, if any."""
+    """The description a document carries in its annotation, if any."""
     metadata = document.get("metadata")
     annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
     description = annotations.get(DESCRIPTION_ANNOTATION) if isinstance(annotations, Mapping) else None
     return description if isinstance(description, str) else None
 
 
-def import_resource(
+def import_document(
     *,
     document: Mapping[str, Any],
     origin: str = Origin.NETAWARE,
     appgroup: AppGroup | None = None,
     create_only: bool = False,
 ) -> AppGroup:
-    """Upsert an AppGroup from a resource document (ours or diktyo); with ``appgroup``, replace that
-    row, whose description the document then replaces (the editors send whole documents). Raises
-    ResourceError or AppGroupValidationError naming the field."""
-    spec = resources.spec_from_resource(document)
+    """Upsert an AppGroup from a document (ours or diktyo); with ``appgroup``, replace that row, whose
+    description the document then replaces (the editors send whole documents). Raises
+    ``documents.DocumentError`` naming every problem by field path."""
+    spec = documents.spec_from_document(document)
     description = document_description(document)
     return save_appgroup(
         spec=spec, origin=origin, appgroup=appgroup,
@@ -277,25 +210,20 @@ def import_resource(
     )
 
 
-def validate_resource(*, document: Mapping[str, Any], appgroup: AppGroup | None = None) -> AppGroupSpec:
-    """Check a resource document exactly as saving it would (parser, models, overlaps), then roll
-    back: the editor's validation as you type uses the same rules as the API, from one source.
-    Raises ResourceError or AppGroupValidationError; writes nothing and notifies nobody."""
-    spec = resources.spec_from_resource(document)
-    with transaction.atomic():
-        save_appgroup(spec=spec, origin=Origin.NETAWARE, appgroup=appgroup, create_only=appgroup is None,
-                      notify_cluster=False)
-        transaction.set_rollback(True)
+def validate_document(*, document: Mapping[str, Any], appgroup: AppGroup | None = None) -> AppGroupSpec:
+    """Every rule a save of ``document`` would apply (a new AppGroup unless ``appgroup``), writing
+    nothing: the editor's validation as you type. Raises ``documents.DocumentError``."""
+    spec = documents.spec_from_document(document)
+    errors = check_appgroup(spec=spec, appgroup=appgroup, create_only=appgroup is None)
+    if errors:
+        raise AppGroupValidationError(errors=errors)
     return spec
 
 
-def export_resource(*, appgroup: AppGroup, flavor: resources.Flavor = "netaware") -> dict[str, Any]:
-    """The AppGroup as a resource document (our CR or the scheduler-plugins CR), without status."""
-
+def export_document(*, appgroup: AppGroup, flavor: documents.Flavor = "netaware") -> dict[str, Any]:
+    """The AppGroup as a document (our CR or the scheduler-plugins CR), without status."""
     annotations = {DESCRIPTION_ANNOTATION: appgroup.description} if appgroup.description else None
-    return resources.resource_from_spec(
-        appgroup_spec(appgroup=appgroup), flavor=flavor, annotations=annotations
-    )
+    return documents.document_from_spec(appgroup_spec(appgroup=appgroup), flavor=flavor, annotations=annotations)
 
 
 def delete_appgroup(*, appgroup: AppGroup, notify_cluster: bool = True) -> None:
@@ -375,18 +303,18 @@ def request_sync(*, namespace: str, name: str) -> None:
 
 
 def _find_workload(*, pod_namespace: str, labels: Mapping[str, str]) -> Workload | None:
-    group_name = labels.get(resources.APPGROUP_LABEL) or labels.get(resources.DIKTYO_APPGROUP_LABEL)
+    group_name = labels.get(documents.APPGROUP_LABEL) or labels.get(documents.DIKTYO_APPGROUP_LABEL)
     groups = appgroups_with_graph().filter(namespace=pod_namespace)
     if group_name:
         groups = groups.filter(name=group_name)
     for appgroup in groups:
         workloads = list(appgroup.workloads.all())
         for workload in workloads:
-            selector = resources.selector_from_mapping(workload.selector or {})
+            selector = documents.selector_from_mapping(workload.selector or {})
             if selector.matches(labels):
                 return workload
         # scheduler-plugins pods name their workload in a label; our diktyo import names workloads so.
-        diktyo_workload = labels.get(resources.DIKTYO_WORKLOAD_LABEL)
+        diktyo_workload = labels.get(documents.DIKTYO_WORKLOAD_LABEL)
         if group_name and diktyo_workload:
             for workload in workloads:
                 if workload.name == diktyo_workload:

@@ -44,17 +44,17 @@ from kubernetes.config import ConfigException
 from netaware_core import kube, metrics
 from netaware_core.informer import ListWatch
 
-from . import resources, selectors, services
+from . import documents, selectors, services
 from .choices import Origin
 from .graph import AppGroupSpec
 from .models import AppGroup, AppGroupTombstone
 
 log = logging.getLogger(__name__)
 
-GROUP = resources.GROUP
-VERSION = resources.VERSION
-PLURAL = resources.APPGROUP_PLURAL
-DIKTYO_GROUP = resources.DIKTYO_APPGROUP_GROUP
+GROUP = documents.GROUP
+VERSION = documents.VERSION
+PLURAL = documents.APPGROUP_PLURAL
+DIKTYO_GROUP = documents.DIKTYO_APPGROUP_GROUP
 DIKTYO_VERSION = "v1alpha1"
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -187,7 +187,7 @@ def _event(obj: Mapping[str, Any], *, reason: str, message: str, type_: str = "W
 
 
 def current_issues() -> list[dict[str, Any]]:
-    """Invalid cluster resources seen by the latest passes (for the dashboard); [] if Redis is down."""
+    """Invalid cluster objects seen by the latest passes (for the dashboard); [] if Redis is down."""
     try:
         return list((cache.get(ISSUES_CACHE_KEY) or {}).values())
     except Exception:
@@ -233,14 +233,20 @@ def _clear_issue(group: str, key: Key) -> None:
 # --- spec helpers ---------------------------------------------------------------------------
 
 
+def _describe(exc: documents.DocumentError) -> str:
+    """Every problem of a document on one line (Events, issues, ``sync_error``): ``path: message; ...``."""
+    return "; ".join(f"{path}: {message}" if path else message
+                     for path, messages in exc.errors.items() for message in messages) or str(exc)
+
+
 def _parse(obj: Mapping[str, Any]) -> AppGroupSpec:
+    """The CR read by the one validator of AppGroup documents (the same as the API's and the editors')."""
     try:
-        spec = resources.spec_from_resource(
+        return documents.spec_from_document(
             obj, default_namespace=(obj.get("metadata") or {}).get("namespace") or "default"
         )
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InvalidResource(str(exc)) from exc
-    return spec
+    except documents.DocumentError as exc:
+        raise InvalidResource(_describe(exc)) from exc
 
 
 def _db_spec(appgroup: AppGroup) -> AppGroupSpec:
@@ -251,9 +257,8 @@ def _import(spec: AppGroupSpec, *, rv: str, uid: str = "", origin: str = Origin.
     """Upsert the row from the cluster's spec and record the sync bookkeeping (no write-back)."""
     try:
         appgroup = services.upsert_appgroup_from_spec(spec=spec, origin=origin, notify_cluster=False)
-    except services.AppGroupValidationError as exc:
-        details = "; ".join(f"{path}: {', '.join(msgs)}" for path, msgs in exc.errors.items())
-        raise InvalidResource(details or str(exc)) from exc
+    except documents.DocumentError as exc:
+        raise InvalidResource(_describe(exc)) from exc
     fields: dict[str, Any] = {"resource_version": rv, "last_synced_at": timezone.now(), "sync_error": ""}
     if uid:
         fields["resource_uid"] = uid
@@ -275,7 +280,7 @@ def _mark_synced(appgroup: AppGroup, *, rv: str, error: str | None = None, uid: 
 
 def _desired_body(spec: AppGroupSpec, *, base: Mapping[str, Any] | None, managed: bool) -> dict[str, Any]:
     """Our CR for ``spec``: keeps the live object's labels/annotations, stamps the synced hash."""
-    doc = resources.resource_from_spec(spec, flavor="netaware")
+    doc = documents.document_from_spec(spec, flavor="netaware")
     meta = doc["metadata"]
     live_meta = (base or {}).get("metadata") or {}
     labels = dict(live_meta.get("labels") or {})
@@ -283,7 +288,7 @@ def _desired_body(spec: AppGroupSpec, *, base: Mapping[str, Any] | None, managed
         labels[MANAGED_BY_LABEL] = MANAGED_BY_VALUE
     annotations = dict(live_meta.get("annotations") or {})
     annotations.update(meta.get("annotations") or {})
-    annotations[SYNCED_HASH_ANNOTATION] = resources.spec_hash(spec)
+    annotations[SYNCED_HASH_ANNOTATION] = documents.spec_hash(spec)
     meta["labels"], meta["annotations"] = labels, annotations
     if base is not None:
         meta["resourceVersion"] = live_meta.get("resourceVersion")
@@ -366,7 +371,7 @@ def _reconcile_once(
     base = annotations.get(SYNCED_HASH_ANNOTATION, "")
     managed = (meta.get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE
     spec = _parse(cr)
-    cluster_hash = resources.spec_hash(spec)
+    cluster_hash = documents.spec_hash(spec)
     _clear_issue(GROUP, key)
 
     if appgroup is None:
@@ -424,7 +429,7 @@ def _reconcile_once(
         AppGroup.objects.filter(pk=appgroup.pk).update(resource_uid=uid)
         appgroup.resource_uid = uid
     db_spec = _db_spec(appgroup)
-    db_hash = resources.spec_hash(db_spec)
+    db_hash = documents.spec_hash(db_spec)
     if db_hash == cluster_hash:
         if base != cluster_hash:
             cr = _put(lambda: _write_annotation(cr, cluster_hash))
@@ -451,7 +456,7 @@ def _reconcile_once(
         return
 
     conflict = netaware_changed and cluster_changed
-    losing = json.dumps(resources.spec_document(db_spec), sort_keys=True) if conflict else ""
+    losing = json.dumps(documents.spec_document(db_spec), sort_keys=True) if conflict else ""
     appgroup = _import(spec, rv=rv)
     report.imported.append(_label(key))
     if conflict:
@@ -562,7 +567,7 @@ def _reconcile_diktyo(
         _report_invalid(diktyo, DIKTYO_GROUP, key, exc.message, report)
         return
     _clear_issue(DIKTYO_GROUP, key)
-    if appgroup is not None and resources.spec_hash(_db_spec(appgroup)) == resources.spec_hash(spec):
+    if appgroup is not None and documents.spec_hash(_db_spec(appgroup)) == documents.spec_hash(spec):
         if appgroup.resource_version != rv:
             _mark_synced(appgroup, rv=rv)
         return
@@ -580,7 +585,7 @@ def _reconcile_diktyo(
 def desired_status(appgroup: AppGroup, *, generation: int | None) -> dict[str, Any]:
     spec = _db_spec(appgroup)
     placements = selectors.appgroup_placements(appgroup=appgroup)
-    return resources.status_document(
+    return documents.status_document(
         spec, flavor="netaware", placements=placements, observed_generation=generation
     )
 
@@ -631,7 +636,7 @@ def sync_once() -> SyncReport:
             reconcile(key, cr=ours[key], fetched=True, report=report, as_of=started)
         else:
             reconcile(key, cr=None, fetched=True, report=report, diktyo=diktyo.get(key), as_of=started)
-    # Issues of resources that no longer exist are dropped.
+    # Issues of objects that no longer exist are dropped.
     live = {_issue_key(GROUP, k) for k in ours} | {_issue_key(DIKTYO_GROUP, k) for k in diktyo}
 
     def drop_gone(issues: dict[str, Any]) -> None:

@@ -1,6 +1,10 @@
-"""Syntax rules shared by the models, the API and the CR conversion (no Django imports).
+"""The semantic rules of an AppGroup document: what its CRD schema cannot state (no Django imports).
 
-Every check returns or raises messages that name what is wrong; callers prefix the field path.
+``apps.appgroups.documents.spec_from_document`` checks a document's structure with the CRD's
+openAPIV3Schema, then calls ``semantic_errors`` here: metadata names, label selectors (the schema's
+CEL rules and label syntax), quantities, the positive sensitivity sum, unique workload names and
+dependency targets that exist, are not the workload itself and are not repeated. Every entry point
+(API, admin, editors, import, cluster sync) reaches these through that one reader.
 Label syntax follows k8s.io/apimachinery/pkg/util/validation (IsQualifiedName, IsValidLabelValue).
 """
 
@@ -8,9 +12,10 @@ from __future__ import annotations
 
 import re
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from netaware_core import quantity
 from netaware_core.fielderrors import FieldError
 
 # Used verbatim in the CRD schemas so the API server enforces the same syntax.
@@ -222,3 +227,78 @@ def normalize_selector(value: object) -> dict[str, Any]:
     if not normalized_labels and not normalized_expressions:
         raise SelectorError("", "selector must not be empty (it would select every pod)")
     return _selector(normalized_labels, normalized_expressions)
+
+
+# --- the document's cross-field rules ----------------------------------------------------------
+
+POSITIVE_SUM = "latency, bandwidth and lossrate must have a positive sum"  # also the CRD's CEL message
+
+
+def semantic_errors(doc: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The rules of our AppGroup document that its CRD schema cannot state, by field path, every
+    violation at once. ``doc`` has passed the schema: types, required fields and bounds hold."""
+    errors: dict[str, list[str]] = {}
+
+    def add(path: str, message: str | None) -> None:
+        if message:
+            errors.setdefault(path, []).append(message)
+
+    metadata = doc.get("metadata") or {}
+    if not metadata.get("name"):
+        add("metadata.name", "Required value")
+    else:
+        add("metadata.name", dns1123_subdomain_error(metadata["name"], "name"))
+    if metadata.get("namespace"):
+        add("metadata.namespace", dns1123_label_error(metadata["namespace"], "namespace"))
+    workloads = doc["spec"]["workloads"]
+    first: dict[str, int] = {}
+    for index, workload in enumerate(workloads):
+        base = f"spec.workloads[{index}]"
+        name = workload["name"]
+        if name in first:
+            add(f"{base}.name", f"duplicate workload name {short(name)} (also workloads[{first[name]}])")
+        first.setdefault(name, index)
+        _selector_errors(workload["selector"], f"{base}.selector", add)
+        requests = workload.get("resources") or {}
+        for key, parse in (("cpu", quantity.cpu_millicores), ("memory", quantity.memory_bytes)):
+            add(f"{base}.resources.{key}", _quantity_error(requests.get(key), parse))
+    for index, workload in enumerate(workloads):
+        _dependency_errors(workload, f"spec.workloads[{index}]", first, add)
+    return errors
+
+
+def _selector_errors(selector: Any, path: str, add: Callable[[str, str | None], None]) -> None:
+    try:
+        normalize_selector(selector)
+    except SelectorError as exc:
+        add(f"{path}.{exc.field_path}" if exc.field_path else path, exc.message)
+
+
+def _quantity_error(value: Any, parse: Callable[[Any], float | int]) -> str | None:
+    if value is None:
+        return None
+    try:
+        parse(value)
+    except quantity.QuantityError as exc:
+        return str(exc)
+    return None
+
+
+def _dependency_errors(
+    workload: Mapping[str, Any], base: str, names: Mapping[str, int], add: Callable[[str, str | None], None]
+) -> None:
+    seen: set[str] = set()
+    for index, dependency in enumerate(workload.get("dependencies") or ()):
+        path = f"{base}.dependencies[{index}]"
+        target = dependency["name"]
+        if target == workload["name"]:
+            add(f"{path}.name", f"workload {short(target)} cannot depend on itself")
+        elif target not in names:
+            add(f"{path}.name", f"unknown dependency target {short(target)} (not a workload of this AppGroup)")
+        elif target in seen:
+            add(f"{path}.name", f"duplicate dependency on {short(target)}")
+        seen.add(target)
+        metrics = dependency["metrics"]
+        if sum(metrics.get(key, 0) for key in ("latency", "bandwidth", "lossrate")) <= 0:
+            add(f"{path}.metrics", POSITIVE_SUM)
+        add(f"{path}.minBandwidth", _quantity_error(dependency.get("minBandwidth"), quantity.bandwidth_bps))

@@ -1,8 +1,8 @@
-"""The AppGroup YAML editor's form, and the mapping of the service's field paths to resource paths.
+"""The AppGroup YAML editor's form.
 
-It ends in ``services.save_appgroup`` (the service behind the API's import and the sync loop), so the
-same rules reject the same input; errors are shown with the YAML line they point at. Nothing is saved
-on error. (The structured editor posts JSON documents: views/appgroups.py.)
+It ends in ``services.import_document`` (the service behind the API's import and the sync loop), so the
+same rules reject the same input with the same messages; errors are shown with the YAML line they point
+at. Nothing is saved on error. (The structured editor posts JSON documents: views/appgroups.py.)
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from django import forms
 
-from apps.appgroups import resources, services
+from apps.appgroups import documents, services
 from apps.appgroups.models import AppGroup
 from netaware_core.parsers import BodyError, load_document
 
@@ -76,11 +76,11 @@ class AppGroupYAMLForm(forms.Form):
         """Validate and save through the service the API's import uses; None (errors recorded, each
         with its YAML line) on bad input. A new AppGroup never replaces one of the same name."""
         try:
-            return services.import_resource(document=self.cleaned_data["document"], appgroup=self.appgroup,
+            return services.import_document(document=self.cleaned_data["document"], appgroup=self.appgroup,
                                             create_only=self.appgroup is None)
-        except (resources.ResourceError, services.AppGroupValidationError) as exc:
+        except documents.DocumentError as exc:
             text = self.data.get("document", "")
-            for path, messages in services.document_errors(exc).items():
+            for path, messages in exc.errors.items():
                 line = _yaml_line(text, path) if path else None
                 where = f" (line {line})" if line else ""
                 for message in messages:

@@ -1,5 +1,5 @@
 """Publish the current topology snapshot as NetworkTopology custom resources (the documents come from
-``apps.topology.resources``; this module does the server-side apply, the unchanged check and the deletes)."""
+``apps.topology.documents``; this module does the server-side apply, the unchanged check and the deletes)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from kubernetes.client.exceptions import ApiException
 from netaware_core import kube, metrics
 
 from . import selectors
-from .models import TopologySnapshot
-from .resources import (
+from .documents import (
     DIKTYO_GROUP,
     FIELD_MANAGER,
     GROUP,
@@ -29,6 +28,7 @@ from .resources import (
     diktyo_networktopology_from_costs,
     document_bytes,
 )
+from .models import TopologySnapshot
 from .topomath import Topology
 
 log = logging.getLogger(__name__)

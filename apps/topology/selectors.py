@@ -16,12 +16,10 @@ import numpy as np
 from django.conf import settings
 from django.db.models import QuerySet
 
+from .documents import API_VERSION, KIND
 from .freshness import Freshness, assess
 from .models import Node, SnapshotGone, TopologySnapshot
 from .topomath import Topology, nested_maps
-
-API_VERSION = "netaware.io/v1alpha1"
-KIND = "NetworkTopology"
 
 _lock = threading.Lock()
 _cached: dict[str, Any] = {"key": None, "topology": None}

@@ -26,27 +26,15 @@ from apps.probes.choices import PairSeries
 from apps.probes.scenario import Scenario, load_scenario
 from apps.probes.selectors import latest_pair_values
 
+from . import documents
 from .choices import NodeSource, SnapshotSource
 from .models import Node, TopologySnapshot, nest_costs
-from .topomath import (
-    EXTREMA_KEYS,
-    METRICS,
-    NodeMeta,
-    PairArrays,
-    Topology,
-    TopologyDocumentError,
-    derive_topology,
-    short_repr,
-    topology_from_nested,
-)
+from .topomath import NodeMeta, PairArrays, Topology, derive_topology, topology_from_nested
 
 logger = logging.getLogger(__name__)
 
-API_VERSION = "netaware.io/v1alpha1"
-KIND = "NetworkTopology"
 _LOCK_KEY = 0x6E657461  # "neta": serialises snapshot version allocation
 _QUANTILE_SERIES = {0.5: PairSeries.RTT_P50.value, 0.9: PairSeries.RTT_P90.value, 0.99: PairSeries.RTT_P99.value}
-_SPEC_KEYS = {*METRICS, *EXTREMA_KEYS, "nodes", "zones", "regions", "costs"}
 
 
 def _config(name: str) -> Any:
@@ -294,158 +282,26 @@ def mark_stale(*, reason: str) -> None:
 # --- import --------------------------------------------------------------------------------------
 
 
-def _check_name(value: Any, path: str, errors: dict[str, str]) -> str | None:
-    if not isinstance(value, str) or not value.strip() or len(value) > 253:
-        errors[path] = f"must be a non-empty name (at most 253 characters), got {short_repr(value)}"
-        return None
-    return value
-
-
-def _parse_costs(raw: Any, path: str, known: set[str], what: str, errors: dict[str, str]) -> dict[tuple[str, str], float]:
-    out: dict[tuple[str, str], float] = {}
-    if raw is None:
-        return out
-    if not isinstance(raw, Mapping):
-        errors[path] = f"must be a mapping of source {what} -> {{destination {what}: cost}}"
-        return out
-    for a, row in raw.items():
-        if not isinstance(row, Mapping):
-            errors[f"{path}.{a}"] = f"must be a mapping of destination {what} -> cost"
-            continue
-        for b, cost in row.items():
-            cpath = f"{path}.{a}.{b}"
-            if a not in known or b not in known:
-                errors[cpath] = f"unknown {what} {a if a not in known else b!r} (declare it in spec.zones)"
-            elif isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0:
-                errors[cpath] = f"must be a number >= 0, got {short_repr(cost)}"
-            else:
-                out[(a, b)] = float(cost)
-    return out
-
-
-def _parse_import(document: Any) -> tuple[Mapping[str, Any], str, list[NodeMeta], dict, dict]:
-    """Validate the envelope, zones and costs; returns (spec, path, declared nodes, zone/region costs)."""
-    errors: dict[str, str] = {}
-    if not isinstance(document, Mapping):
-        raise TopologyDocumentError({"(document)": "must be a mapping (a NetworkTopology or its spec)"})
-    if "spec" in document:
-        if document.get("kind", KIND) != KIND:
-            errors["kind"] = f"must be {KIND!r}, got {short_repr(document.get('kind'))}"
-        spec, path = document["spec"], "spec"
-        if not isinstance(spec, Mapping):
-            raise TopologyDocumentError({"spec": "must be a mapping"})
-    else:
-        spec, path = document, ""
-
-    def at(key: str) -> str:
-        return f"{path}.{key}" if path else key
-
-    for key in spec:
-        if key not in _SPEC_KEYS:
-            errors[at(str(key))] = f"unknown field (allowed: {', '.join(sorted(_SPEC_KEYS))})"
-    declared: dict[str, NodeMeta] = {}
-    zone_region: dict[str, str] = {}
-    raw_regions = spec.get("regions") or []
-    if not isinstance(raw_regions, list):
-        errors[at("regions")] = "must be a list of {name, zones}"
-        raw_regions = []
-    for r, raw in enumerate(raw_regions):
-        rpath = at(f"regions[{r}]")
-        if not isinstance(raw, Mapping):
-            errors[rpath] = "must be a mapping with name and zones"
-            continue
-        region = _check_name(raw.get("name"), f"{rpath}.name", errors)
-        zones = raw.get("zones") or []
-        if not isinstance(zones, list):
-            errors[f"{rpath}.zones"] = "must be a list of zone names"
-            continue
-        for z, zone in enumerate(zones):
-            if _check_name(zone, f"{rpath}.zones[{z}]", errors) and region:
-                zone_region[zone] = region
-    raw_zones = spec.get("zones") or []
-    if not isinstance(raw_zones, list):
-        errors[at("zones")] = "must be a list of {name, region, nodes}"
-        raw_zones = []
-    for z, raw in enumerate(raw_zones):
-        zpath = at(f"zones[{z}]")
-        if not isinstance(raw, Mapping):
-            errors[zpath] = "must be a mapping with name, region and nodes"
-            continue
-        zone = _check_name(raw.get("name"), f"{zpath}.name", errors)
-        region = raw.get("region", zone_region.get(zone or "", "")) or ""
-        if region and _check_name(region, f"{zpath}.region", errors) is None:
-            continue
-        if zone and zone in zone_region and region and zone_region[zone] != region:
-            errors[f"{zpath}.region"] = f"zone {zone!r} is listed under region {zone_region[zone]!r} in spec.regions"
-        if zone:
-            zone_region[zone] = region
-        members = raw.get("nodes") or []
-        if not isinstance(members, list):
-            errors[f"{zpath}.nodes"] = "must be a list of node names"
-            continue
-        for i, node in enumerate(members):
-            name = _check_name(node, f"{zpath}.nodes[{i}]", errors)
-            if name is None or zone is None:
-                continue
-            if name in declared:
-                errors[f"{zpath}.nodes[{i}]"] = f"node {name!r} is already in zone {declared[name].zone!r}"
-                continue
-            declared[name] = NodeMeta(name=name, zone=zone, region=region)
-    raw_nodes = spec.get("nodes") or []
-    if not isinstance(raw_nodes, list):
-        errors[at("nodes")] = "must be a list of node names"
-        raw_nodes = []
-    for i, node in enumerate(raw_nodes):
-        name = _check_name(node.get("name") if isinstance(node, Mapping) else node, at(f"nodes[{i}]"), errors)
-        if name and name not in declared:
-            declared[name] = NodeMeta(name=name)
-    costs = spec.get("costs") or {}
-    zone_costs: dict = {}
-    region_costs: dict = {}
-    if not isinstance(costs, Mapping):
-        errors[at("costs")] = "must be a mapping with zones and/or regions"
-    else:
-        for key in costs:
-            if key not in {"zones", "regions", "unitMs"}:
-                errors[at(f"costs.{key}")] = "unknown field (allowed: regions, unitMs, zones)"
-        zone_costs = _parse_costs(costs.get("zones"), at("costs.zones"), set(zone_region), "zone", errors)
-        region_costs = _parse_costs(costs.get("regions"), at("costs.regions"), set(zone_region.values()) - {""},
-                                    "region", errors)
-    if errors:
-        raise TopologyDocumentError(errors)
-    return spec, path, list(declared.values()), zone_costs, region_costs
-
-
-def import_topology(*, document: dict) -> TopologySnapshot:
+def import_topology(*, document: Any) -> TopologySnapshot:
     """Store a user-defined NetworkTopology (full document or bare spec) as the new current snapshot.
 
-    Raises ``TopologyDocumentError`` (``.errors``: field path -> message) and stores nothing when the
-    document is invalid. Nodes the document names that the cache lacks are added (source import).
+    The document is read by ``documents.read_import`` (the CRD's schema plus the semantic step); a
+    ``TopologyDocumentError`` (``.errors``: field path -> messages) stores nothing. Nodes the document
+    names that the cache lacks are added (source import); named but undeclared nodes keep their cached
+    zone and region.
     """
-    spec, path, declared, zone_costs, region_costs = _parse_import(document)
-    declared_names = {m.name for m in declared}
+    imported = documents.read_import(document)
     cached = {name: NodeMeta(name=name, zone=zone, region=region)
               for name, zone, region in Node.objects.values_list("name", "zone", "region")}
-    metas = list(declared)
-    referenced: set[str] = set()
-    for metric in METRICS:
-        rows = spec.get(metric)
-        if isinstance(rows, Mapping):
-            for src, row in rows.items():
-                referenced.add(src)
-                if isinstance(row, Mapping):
-                    referenced.update(row)
-    for name in sorted(n for n in referenced if isinstance(n, str) and n and n not in declared_names):
-        metas.append(cached.get(name, NodeMeta(name=name)))
-    if not metas:
-        topology_from_nested(spec, path=path)  # raises naming malformed maps first
-        raise TopologyDocumentError({(f"{path}.latency" if path else "latency"): "the document names no nodes"})
+    metas = [*imported.nodes, *(cached.get(name, NodeMeta(name=name)) for name in imported.named)]
     now = timezone.now()
-    topology = topology_from_nested(
-        spec, nodes=metas, now=now.timestamp(), path=path,
-        zone_cost_overrides=zone_costs, region_cost_overrides=region_costs,
-    )
-    overrides = {"zones": nest_costs(zone_costs), "regions": nest_costs(region_costs)}
+    try:
+        topology = topology_from_nested(imported.spec, nodes=metas, now=now.timestamp(),
+                                        zone_cost_overrides=imported.zone_costs,
+                                        region_cost_overrides=imported.region_costs)
+    except ValueError as exc:  # a cost override between zones (regions) no node is in
+        raise documents.TopologyDocumentError(errors={f"{imported.path}.costs".lstrip("."): [str(exc)]}) from exc
+    overrides = {"zones": nest_costs(imported.zone_costs), "regions": nest_costs(imported.region_costs)}
     with transaction.atomic():
         missing = [m for m in metas if m.name not in cached]
         Node.objects.bulk_create(

@@ -24,7 +24,7 @@ def rebuild_topology() -> int | None:
 
 @shared_task(name="apps.topology.tasks.publish_network_topology", ignore_result=True)
 def publish_network_topology() -> dict[str, Any]:
-    """Publish the current topology snapshot as NetworkTopology resources (skipped when unchanged)."""
+    """Publish the current topology snapshot as NetworkTopology objects (skipped when unchanged)."""
     try:
         report = publish.publish()
     except ConfigException as exc:

@@ -25,8 +25,6 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from netaware_core.fielderrors import FieldError
-
 # Cost units of the KEP's NetworkOverhead when nothing better is known.
 SAME_NODE_COST = 0.0
 SAME_ZONE_COST = 1.0
@@ -498,67 +496,28 @@ def nested_maps(topology: Topology, *, decimals: int = 4) -> dict[str, Any]:
     return out
 
 
-class TopologyDocumentError(FieldError):
-    """An imported NetworkTopology document is invalid: ``errors`` maps field paths to messages."""
-
-    def __init__(self, errors: Mapping[str, str]) -> None:
-        super().__init__(errors=errors)
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _number_ok(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def topology_from_nested(
     doc: Mapping[str, Any],
     *,
     nodes: Sequence[NodeMeta] = (),
     now: float = 0.0,
-    path: str = "spec",
     zone_cost_overrides: Mapping[tuple[str, str], float] | None = None,
     region_cost_overrides: Mapping[tuple[str, str], float] | None = None,
 ) -> Topology:
-    """Inverse of ``nested_maps``: validate a spec and build a Topology (fill-in and costs derived).
+    """Inverse of ``nested_maps``: build a Topology from a spec's maps (fill-in and costs derived).
 
-    Nodes named in the maps but missing from ``nodes`` are appended with unknown zone/region.
-    Given extrema override the computed ones (a user may want wider normalization bounds).
+    The maps are trusted: imported documents are validated by ``apps.topology.documents.read_import``.
+    Nodes named in the maps but missing from ``nodes`` are appended with unknown zone/region. Given
+    extrema override the computed ones (a user may want wider normalization bounds). A cost override
+    naming a zone or region no node is in raises ValueError (``derive_topology``).
     """
-    errors: dict[str, str] = {}
-    if not isinstance(doc, Mapping):
-        raise TopologyDocumentError({path or "(document)": "must be a mapping"})
-    known_nodes = {node.name: node for node in nodes}
+    known_nodes = {node.name for node in nodes}
     extra: dict[str, NodeMeta] = {}
     columns: dict[str, tuple[list[str], list[str], list[float]]] = {m: ([], [], []) for m in METRICS}
     for metric in METRICS:
-        mpath = _join(path, metric)
-        raw = doc.get(metric)
-        if raw is None:
-            continue
-        if not isinstance(raw, Mapping):
-            errors[mpath] = "must be a mapping of source node -> {destination node: value}"
-            continue
         src_col, dst_col, val_col = columns[metric]
-        for src, row in raw.items():
-            spath = f"{mpath}.{src}"
-            if not isinstance(src, str) or not src:
-                errors[spath] = "node names must be non-empty strings"
-                continue
-            if not isinstance(row, Mapping):
-                errors[spath] = "must be a mapping of destination node -> value"
-                continue
+        for src, row in (doc.get(metric) or {}).items():
             for dst, value in row.items():
-                vpath = f"{spath}.{dst}"
-                if not isinstance(dst, str) or not dst:
-                    errors[vpath] = "node names must be non-empty strings"
-                    continue
-                limit = " and <= 100" if metric == "lossrate" else ""
-                if not _number_ok(value) or value < 0 or (metric == "lossrate" and value > 100):
-                    errors[vpath] = f"must be a number >= 0{limit}, got {short_repr(value)}"
-                    continue
                 if src == dst:
                     continue
                 for name in (src, dst):
@@ -567,20 +526,6 @@ def topology_from_nested(
                 src_col.append(src)
                 dst_col.append(dst)
                 val_col.append(float(value))
-    given: dict[str, float] = {}
-    for key in EXTREMA_KEYS:
-        if doc.get(key) is None:
-            continue
-        value = doc[key]
-        if not _number_ok(value) or value < 0:
-            errors[_join(path, key)] = f"must be a number >= 0, got {short_repr(value)}"
-        else:
-            given[key] = float(value)
-    for lo, hi in zip(EXTREMA_KEYS[::2], EXTREMA_KEYS[1::2], strict=True):
-        if lo in given and hi in given and given[lo] > given[hi]:
-            errors[_join(path, lo)] = f"must be <= {hi} ({given[hi]:g}), got {given[lo]:g}"
-    if errors:
-        raise TopologyDocumentError(errors)
     all_nodes = [*nodes, *extra.values()]
     names = [node.name for node in all_nodes]
 
@@ -591,17 +536,13 @@ def topology_from_nested(
     pairs = PairArrays.from_series(
         nodes=names, latency=series("latency"), bandwidth=series("bandwidth"), loss=series("lossrate")
     )
-    try:
-        topology = derive_topology(
-            nodes=all_nodes, pairs=pairs, now=now, stale_after_s=math.inf,
-            zone_cost_overrides=zone_cost_overrides, region_cost_overrides=region_cost_overrides,
-        )
-    except ValueError as exc:
-        raise TopologyDocumentError({_join(path, "costs"): str(exc)}) from exc
-    if not given:
-        return topology
-    updates = {attr: given[key] for key, attr in zip(EXTREMA_KEYS, EXTREMA_FIELDS, strict=True) if key in given}
-    return replace_extrema(topology, **updates)
+    topology = derive_topology(
+        nodes=all_nodes, pairs=pairs, now=now, stale_after_s=math.inf,
+        zone_cost_overrides=zone_cost_overrides, region_cost_overrides=region_cost_overrides,
+    )
+    given = {attr: float(doc[key]) for key, attr in zip(EXTREMA_KEYS, EXTREMA_FIELDS, strict=True)
+             if doc.get(key) is not None}
+    return replace_extrema(topology, **given) if given else topology
 
 
 def replace_extrema(topology: Topology, **updates: float) -> Topology:

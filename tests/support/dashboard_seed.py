@@ -48,7 +48,7 @@ def boutique_document() -> dict:
 def seed_boutique():
     from apps.appgroups import services
 
-    return services.import_resource(document=boutique_document())
+    return services.import_document(document=boutique_document())
 
 
 def place(workload: str, node: str, *, pod: str | None = None):

@@ -28,14 +28,14 @@ SEED = textwrap.dedent(f"""
     import yaml
     from django.core.management import call_command
     call_command("migrate", verbosity=0)
-    from apps.appgroups import resources
+    from apps.appgroups import documents
     from apps.appgroups.services import save_appgroup
     from apps.probes.scenario import load_scenario
     from apps.topology.scenario_topology import topology_from_scenario
     from apps.topology.services import store_topology
     store_topology(topology=topology_from_scenario(load_scenario({PAPER_TESTBED!r})), source="imported")
     doc = yaml.safe_load(open("scenarios/online-boutique-appgroup.yaml").read())
-    save_appgroup(spec=resources.spec_from_resource(doc), origin="netaware")
+    save_appgroup(spec=documents.spec_from_document(doc), origin="netaware")
 """)
 
 

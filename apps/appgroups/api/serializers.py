@@ -1,8 +1,10 @@
 """AppGroup documents for the API: one nested document (workloads with their dependencies).
 
-Writes are converted to an ``AppGroupSpec`` and handed to ``services.save_appgroup``, which runs the
-model rules (full_clean) on every row; serializer fields only check types. Errors are keyed by
-flat field paths such as ``workloads[1].dependencies[0].target``.
+Serializer fields only check types. A write is turned into our AppGroup document (``api_document``)
+and read by the one validator, ``documents.spec_from_document``, then saved by
+``services.save_appgroup``; their errors come back with the paths mapped to this document's fields
+(``workloads[1].dependencies[0].target``), so the API says what the import, the editors, the admin
+and the sync say about the same problem.
 """
 
 from __future__ import annotations
@@ -11,11 +13,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from netaware_core import quantity
-
-from .. import resources, services
+from .. import documents, services
 from ..choices import Origin, TopologyMode, TopologySortingAlgorithm
-from ..graph import AppGroupSpec, DependencySpec, Sensitivity, WorkloadSpec
 from ..models import AppGroup, Placement
 
 
@@ -63,22 +62,29 @@ class AppGroupSerializer(serializers.ModelSerializer):
         read_only_fields = ("origin", *AppGroup.BOOKKEEPING_FIELDS)
         fields = ("id", "namespace", "name", "description", "topology_sorting_algorithm", "topology_mode",
                   *read_only_fields, "workloads")
-        # Uniqueness (namespace, name) is checked by the service's full_clean with the model message.
+        # Uniqueness of (namespace, name) is services.check_appgroup's, like every other rule.
         validators: list[Any] = []
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        attrs["spec"] = spec_from_validated(attrs)
+        document, paths = api_document(attrs)
+        try:
+            attrs["spec"] = documents.spec_from_document(document)
+        except documents.DocumentError as exc:
+            raise serializers.ValidationError(paths.errors(exc.errors)) from None
+        attrs["paths"] = paths
         return attrs
 
     def _save(self, validated_data: dict[str, Any], instance: AppGroup | None) -> AppGroup:
-        # An AppGroupValidationError is a FieldError: the API's exception handler makes it the 400.
-        return services.save_appgroup(
-            spec=validated_data["spec"],
-            origin=Origin.NETAWARE,
-            appgroup=instance,
-            description=validated_data.get("description", instance.description if instance else ""),
-            create_only=instance is None,
-        )
+        try:
+            return services.save_appgroup(
+                spec=validated_data["spec"],
+                origin=Origin.NETAWARE,
+                appgroup=instance,
+                description=validated_data.get("description", instance.description if instance else ""),
+                create_only=instance is None,
+            )
+        except documents.DocumentError as exc:
+            raise serializers.ValidationError(validated_data["paths"].errors(exc.errors)) from None
 
     def create(self, validated_data: dict[str, Any]) -> AppGroup:
         return self._save(validated_data, None)
@@ -92,78 +98,54 @@ class AppGroupSerializer(serializers.ModelSerializer):
         return self._save(validated_data, instance)
 
 
-def spec_from_validated(attrs: dict[str, Any]) -> AppGroupSpec:
-    """Type-checked serializer data -> AppGroupSpec; conversion errors keyed by field path."""
-    errors: dict[str, list[str]] = {}
-    workloads: list[WorkloadSpec] = []
-    raw_workloads = (attrs.get("workloads") or {}).get("all", [])
-    for index, raw in enumerate(raw_workloads):
-        base = f"workloads[{index}]"
-        try:
-            selector = resources.parse_selector(raw.get("selector"), f"{base}.selector")
-        except resources.ResourceError as exc:
-            errors.setdefault(exc.field_path, []).append(exc.message)
-            continue
-        hints: dict[str, int] = {}
-        for field, convert in (
-            ("cpu_request", quantity.cpu_millicores),
-            ("memory_request", quantity.memory_bytes),
-        ):
-            value = raw.get(field) or ""
-            try:
-                hints[field] = convert(value) if value else 0
-            except quantity.QuantityError as exc:
-                errors.setdefault(f"{base}.{field}", []).append(str(exc))
-        replicas = raw.get("replicas")
-        if replicas is not None and replicas < 1:
-            errors.setdefault(f"{base}.replicas", []).append(
-                "Ensure this value is greater than or equal to 1."
-            )
-        dependencies: list[DependencySpec] = []
-        for dep_index, dep in enumerate((raw.get("dependencies") or {}).get("all", [])):
-            dep_base = f"{base}.dependencies[{dep_index}]"
-            min_bandwidth = dep.get("min_bandwidth") or ""
-            bps: float | None = None
-            if min_bandwidth:
-                try:
-                    bps = quantity.bandwidth_bps(min_bandwidth)
-                except quantity.QuantityError as exc:
-                    errors.setdefault(f"{dep_base}.min_bandwidth", []).append(str(exc))
-            cost = dep.get("max_network_cost")
-            dependencies.append(
-                DependencySpec(
-                    target=dep["target"]["name"],
-                    sensitivity=Sensitivity(dep["latency"], dep["bandwidth"], dep["lossrate"]),
-                    max_network_cost=float(cost) if cost is not None else None,
-                    min_bandwidth_bps=bps,
-                )
-            )
-        if errors:
-            continue
-        workloads.append(
-            WorkloadSpec(
-                name=raw["name"],
-                selector=selector,
-                weight=raw.get("weight", 1.0),
-                dependencies=tuple(dependencies),
-                controller_kind=raw.get("controller_kind") or "",
-                controller_name=raw.get("controller_name") or "",
-                replicas=replicas if replicas is not None else 1,
-                cpu_request_millicores=hints.get("cpu_request", 0),
-                memory_request_bytes=hints.get("memory_request", 0),
-            )
-        )
-    if not raw_workloads:
-        errors.setdefault("workloads", []).append("An AppGroup needs at least one workload.")
-    if errors:
-        raise serializers.ValidationError(errors)
-    return AppGroupSpec(
-        namespace=attrs.get("namespace", ""),
-        name=attrs.get("name", ""),
-        workloads=tuple(workloads),
-        topology_sorting_algorithm=attrs.get("topology_sorting_algorithm") or TopologySortingAlgorithm.KAHN,
-        topology_mode=attrs.get("topology_mode") or TopologyMode.SOFT,
-    )
+# This document's field for each field of ours (under a workload, under a dependency).
+_WORKLOAD_FIELDS = {"resources.cpu": "cpu_request", "resources.memory": "memory_request",
+                    "controller.kind": "controller_kind", "controller.name": "controller_name"}
+_DEPENDENCY_FIELDS = {"name": "target", "metrics": "", "metrics.latency": "latency", "metrics.bandwidth": "bandwidth",
+                      "metrics.lossrate": "lossrate", "maxNetworkCost": "max_network_cost", "minBandwidth": "min_bandwidth"}
+
+
+def api_document(attrs: dict[str, Any]) -> tuple[dict[str, Any], documents.PathMap]:
+    """Type-checked serializer data as our AppGroup document, and the map of its paths back to this one's."""
+    paths = documents.PathMap({"metadata.name": "name", "metadata.namespace": "namespace", "spec.workloads": "workloads",
+                               "spec.topologySortingAlgorithm": "topology_sorting_algorithm",
+                               "spec.topologyMode": "topology_mode"})
+    workloads = [_workload(raw, index, paths) for index, raw in enumerate((attrs.get("workloads") or {}).get("all", []))]
+    document = {
+        "apiVersion": documents.API_VERSION, "kind": documents.APPGROUP_KIND,
+        "metadata": {"namespace": attrs.get("namespace", ""), "name": attrs.get("name", "")},
+        "spec": {"topologySortingAlgorithm": attrs.get("topology_sorting_algorithm") or TopologySortingAlgorithm.KAHN,
+                 "topologyMode": attrs.get("topology_mode") or TopologyMode.SOFT, "workloads": workloads},
+    }
+    return document, paths
+
+
+def _workload(raw: dict[str, Any], index: int, paths: documents.PathMap) -> dict[str, Any]:
+    ours, theirs = f"spec.workloads[{index}]", f"workloads[{index}]"
+    paths[ours] = theirs
+    for field, api_field in _WORKLOAD_FIELDS.items():
+        paths[f"{ours}.{field}"] = f"{theirs}.{api_field}"
+    workload: dict[str, Any] = {"name": raw["name"], "selector": raw["selector"], "weight": raw.get("weight", 1.0)}
+    controller = {key: raw[f"controller_{key}"] for key in ("kind", "name") if raw.get(f"controller_{key}")}
+    requests = {key: raw[f"{key}_request"] for key in ("cpu", "memory") if raw.get(f"{key}_request")}
+    optional = {"controller": controller, "resources": requests, "replicas": raw.get("replicas"),
+                "dependencies": [_dependency(dep, f"{ours}.dependencies[{i}]", f"{theirs}.dependencies[{i}]", paths)
+                                 for i, dep in enumerate((raw.get("dependencies") or {}).get("all", []))]}
+    workload.update({key: value for key, value in optional.items() if value not in (None, {}, [])})
+    return workload
+
+
+def _dependency(dep: dict[str, Any], ours: str, theirs: str, paths: documents.PathMap) -> dict[str, Any]:
+    paths[ours] = theirs
+    for field, api_field in _DEPENDENCY_FIELDS.items():
+        paths[f"{ours}.{field}"] = f"{theirs}.{api_field}" if api_field else theirs
+    entry: dict[str, Any] = {"name": dep["target"]["name"],
+                             "metrics": {key: dep[key] for key in ("latency", "bandwidth", "lossrate")}}
+    if dep.get("max_network_cost") is not None:
+        entry["maxNetworkCost"] = dep["max_network_cost"]
+    if dep.get("min_bandwidth"):
+        entry["minBandwidth"] = dep["min_bandwidth"]
+    return entry
 
 
 class PlacementSerializer(serializers.ModelSerializer):

@@ -1,6 +1,6 @@
 """AppGroup API: nested CRUD, resource import/export, placements and topological order.
 
-Views stay thin: conversion lives in resources.py, writes in services.py, reads in selectors.py.
+Views stay thin: documents live in documents.py, writes in services.py, reads in selectors.py.
 Every 400 leaves through netaware_core.api_errors' handler: {"detail", "errors": {field path: messages}}.
 """
 
@@ -21,7 +21,7 @@ from rest_framework.response import Response
 
 from netaware_core.fielderrors import BODY
 
-from .. import resources, selectors, services, toposort
+from .. import documents, selectors, services, toposort
 from ..filtersets import AppGroupFilterSet, PlacementFilterSet
 from ..models import AppGroup, Placement
 from .serializers import AppGroupSerializer, PlacementSerializer, TopologyOrderSerializer
@@ -83,17 +83,14 @@ class AppGroupViewSet(viewsets.ModelViewSet):
         responses={200: AppGroupSerializer, 201: AppGroupSerializer},
     )
     @action(detail=False, methods=["post"], url_path="import")
-    def import_resource(self, request: Request) -> Response:
+    def import_document(self, request: Request) -> Response:
         document = request.data
         if not isinstance(document, Mapping):
-            raise exceptions.ValidationError({BODY: ["the body must be one resource document (an object)"]})
-        try:
-            with transaction.atomic():
-                spec = resources.spec_from_resource(document)
-                existed = AppGroup.objects.filter(namespace=spec.namespace, name=spec.name).exists()
-                appgroup = services.import_resource(document=document, origin="netaware")
-        except (resources.ResourceError, services.AppGroupValidationError) as exc:
-            raise exceptions.ValidationError(services.document_errors(exc)) from None
+            raise exceptions.ValidationError({BODY: ["the body must be one AppGroup document (an object)"]})
+        with transaction.atomic():  # a documents.DocumentError is a 400 with the document's paths
+            spec = documents.spec_from_document(document)
+            existed = AppGroup.objects.filter(namespace=spec.namespace, name=spec.name).exists()
+            appgroup = services.import_document(document=document, origin="netaware")
         appgroup = selectors.appgroups_with_graph().get(pk=appgroup.pk)
         return Response(AppGroupSerializer(appgroup).data, status=200 if existed else 201)
 
@@ -116,7 +113,7 @@ class AppGroupViewSet(viewsets.ModelViewSet):
         if flavor not in ("netaware", "diktyo"):
             raise exceptions.ValidationError({"flavor": [f"{flavor!r} is not one of netaware, diktyo"]})
         appgroup = self.get_object()
-        document = services.export_resource(appgroup=appgroup, flavor=flavor)  # type: ignore[arg-type]
+        document = services.export_document(appgroup=appgroup, flavor=flavor)  # type: ignore[arg-type]
         filename = f"{appgroup.namespace}-{appgroup.name}-{flavor}.{request.accepted_renderer.format}"
         return Response(document, headers={"Content-Disposition": f'inline; filename="{filename}"'})
 
@@ -143,7 +140,7 @@ class AppGroupViewSet(viewsets.ModelViewSet):
             raise exceptions.ValidationError(
                 {"algorithm": [f"{algorithm!r} is not one of {', '.join(toposort.ALGORITHMS)}"]}
             )
-        result = resources.topology_order(selectors.appgroup_spec(appgroup=appgroup), algorithm)
+        result = documents.topology_order(selectors.appgroup_spec(appgroup=appgroup), algorithm)
         data = {
             "algorithm": result.algorithm,
             "order": list(result.order),

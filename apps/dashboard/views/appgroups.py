@@ -1,8 +1,8 @@
 """AppGroup pages: list, detail (graph, order, scored placements), the structured editor (create and
 edit without YAML, validated as you type), YAML import/edit, delete.
 
-Every write and every validation goes through ``apps.appgroups.services`` (``save_appgroup`` /
-``validate_resource``), the service behind the API: the editor refuses exactly what the API refuses.
+Every write and every validation goes through ``apps.appgroups.services`` (``import_document`` /
+``validate_document``), the service behind the API: the editor refuses exactly what the API refuses.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.permissions import missing, page_permission, refusal
-from apps.appgroups import resources, selectors, services, validators
+from apps.appgroups import documents, selectors, services, validators
 from apps.appgroups.choices import TopologyMode, TopologySortingAlgorithm
 from apps.appgroups.models import AppGroup, Placement
 from apps.scheduler.models import ObservedPod
@@ -79,7 +79,7 @@ def appgroup_list(request):  # type: ignore[no-untyped-def]
 def appgroup_detail(request, pk: int):  # type: ignore[no-untyped-def]
     appgroup = _appgroup(pk)
     spec = selectors.appgroup_spec(appgroup=appgroup)
-    order = resources.topology_order(spec)
+    order = documents.topology_order(spec)
     scores = placement_scores(appgroup=appgroup, spec=spec)
     weights = {w.name: w.weight for w in spec.workloads}
 
@@ -111,9 +111,9 @@ def appgroup_detail(request, pk: int):  # type: ignore[no-untyped-def]
 
 def _editor(request, appgroup: AppGroup | None):  # type: ignore[no-untyped-def]
     if appgroup is not None:
-        document = services.export_resource(appgroup=appgroup, flavor="netaware")
+        document = services.export_document(appgroup=appgroup, flavor="netaware")
     else:
-        document = {"apiVersion": resources.API_VERSION, "kind": resources.APPGROUP_KIND,
+        document = {"apiVersion": documents.API_VERSION, "kind": documents.APPGROUP_KIND,
                     "metadata": {"namespace": "default", "name": ""},
                     "spec": {"topologySortingAlgorithm": TopologySortingAlgorithm.KAHN, "workloads": []}}
     return render(request, "dashboard/appgroups/editor.html", {
@@ -149,7 +149,7 @@ def _document(request) -> tuple[dict[str, Any] | None, str]:  # type: ignore[no-
 
 
 def _preview(spec) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    order = resources.topology_order(spec)
+    order = documents.topology_order(spec)
     return {"order": list(order.order), "cyclic": bool(getattr(order, "cyclic", False)),
             "cycle": list(getattr(order, "cycle_nodes", ()) or ()), "algorithm": order.algorithm,
             "figure": graph_figure(spec, list(order.order))}
@@ -164,12 +164,12 @@ def appgroup_validate(request):  # type: ignore[no-untyped-def]
         return error_response(problem)
     appgroup = _target(request)
     try:
-        spec = services.validate_resource(document=document, appgroup=appgroup)
-    except (resources.ResourceError, services.AppGroupValidationError) as exc:
-        errors = services.document_errors(exc)
+        spec = services.validate_document(document=document, appgroup=appgroup)
+    except documents.DocumentError as exc:
+        errors = exc.errors
         try:  # a preview of the graph even while, e.g., a name clashes
-            preview = _preview(resources.spec_from_resource(document))
-        except resources.ResourceError:
+            preview = _preview(documents.spec_from_document(document))
+        except documents.DocumentError:
             preview = None
         return data_response(request, None, {"valid": False, "errors": errors, "preview": preview})
     return data_response(request, None, {"valid": True, "errors": {}, "preview": _preview(spec)})
@@ -201,9 +201,9 @@ def _save(request, appgroup: AppGroup | None):  # type: ignore[no-untyped-def]
     if document is None:
         return error_response(problem)
     try:
-        saved = services.import_resource(document=document, appgroup=appgroup, create_only=appgroup is None)
-    except (resources.ResourceError, services.AppGroupValidationError) as exc:
-        return data_response(request, None, {"valid": False, "errors": services.document_errors(exc)}, status=400)
+        saved = services.import_document(document=document, appgroup=appgroup, create_only=appgroup is None)
+    except documents.DocumentError as exc:
+        return data_response(request, None, {"valid": False, "errors": exc.errors}, status=400)
     messages.success(request, f"{'Saved' if appgroup else 'Created'} {saved}.")
     return data_response(request, None, {"valid": True, "id": saved.pk,
                                          "url": reverse("dashboard-appgroup-detail", kwargs={"pk": saved.pk})},
@@ -218,7 +218,7 @@ def selector_preview(request):  # type: ignore[no-untyped-def]
     try:
         body = orjson.loads(request.body or b"{}")
         namespace = str(body.get("namespace") or "default")
-        selector = resources.selector_from_mapping(validators.normalize_selector(body.get("selector") or {}))
+        selector = documents.selector_from_mapping(validators.normalize_selector(body.get("selector") or {}))
     except (orjson.JSONDecodeError, AttributeError, validators.SelectorError) as exc:
         return error_response(str(exc), field="selector")
     pods = ObservedPod.objects.filter(namespace=namespace, terminal=False).values_list("name", "labels", "node_name")
@@ -250,7 +250,7 @@ def appgroup_yaml(request, pk: int):  # type: ignore[no-untyped-def]
     appgroup = _appgroup(pk)
     if request.method == "POST":
         return _save_yaml(request, appgroup, done="Saved {} from YAML.")
-    initial = document_yaml(services.export_resource(appgroup=appgroup, flavor="netaware"))
+    initial = document_yaml(services.export_document(appgroup=appgroup, flavor="netaware"))
     form = AppGroupYAMLForm(initial={"document": initial}, appgroup=appgroup)
     return render(request, "dashboard/appgroups/yaml.html", {"appgroup": appgroup, "form": form})
 

@@ -92,7 +92,7 @@ def _appgroup_file(choice: str, tmpdir: str) -> Path:
 
     appgroup = AppGroup.objects.get(pk=int(choice[len(DB_PREFIX):]))
     path = Path(tmpdir) / f"{appgroup.namespace}-{appgroup.name}.yaml"
-    path.write_text(yaml.safe_dump(services.export_resource(appgroup=appgroup), sort_keys=False))
+    path.write_text(yaml.safe_dump(services.export_document(appgroup=appgroup), sort_keys=False))
     return path
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from apps.appgroups import resources
+from apps.appgroups import documents
 from apps.appgroups.graph import AppGroupSpec, Sensitivity
 from apps.probes.scenario import Scenario
 from apps.scheduler.scoring import engine, network_score
@@ -79,8 +79,8 @@ def load_appgroups(path: str | Path) -> tuple[AppGroupSpec, ...]:
         if not isinstance(doc, Mapping) or doc.get("kind") != "AppGroup":
             continue
         try:
-            specs.append(resources.spec_from_resource(doc))
-        except resources.ResourceError as exc:
+            specs.append(documents.spec_from_document(doc))
+        except documents.DocumentError as exc:
             raise EvaluationInputError(f"appgroup file {str(path)!r}, document {i}: {exc}") from exc
     if not specs:
         raise EvaluationInputError(f"appgroup file {str(path)!r} holds no AppGroup resource")

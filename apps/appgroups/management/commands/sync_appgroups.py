@@ -1,7 +1,7 @@
 """``manage.py sync_appgroups [--once] [--watch]``: two-way AppGroup sync with the cluster.
 
 ``--once`` runs one full level-triggered pass and exits (non-zero when something is left for the
-next pass); ``--watch`` (the default) lists + watches our AppGroup resources and re-runs a full pass
+next pass); ``--watch`` (the default) lists + watches our AppGroup objects and re-runs a full pass
 every ``--resync`` seconds so netaware-side edits and missed events converge too.
 """
 

@@ -19,8 +19,8 @@ import yaml
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.appgroups import resources
-from apps.appgroups.services import AppGroupValidationError, import_resource
+from apps.appgroups import documents
+from apps.appgroups.services import import_document
 from apps.demo.cluster import DEMO_LABEL, pod_objects
 from apps.demo.rollout import Endpoint, ExtenderConfig, KubeScheduler, percentile
 from apps.probes.scenario import ScenarioError, load_scenario
@@ -54,9 +54,9 @@ class Command(BaseCommand):
             raise CommandError("no Kubernetes API: pass --api or set KUBE_API_URL (the demo cluster's URL)")
         try:
             document = yaml.safe_load(Path(options["appgroup"]).read_text())
-            group = resources.spec_from_resource(document)
+            group = documents.spec_from_document(document)
             scenario = load_scenario(options["scenario"])
-        except (OSError, yaml.YAMLError, ScenarioError, resources.ResourceError) as exc:
+        except (OSError, yaml.YAMLError, ScenarioError, documents.DocumentError) as exc:
             raise CommandError(str(exc)) from exc
         if options["replicas"] < 0:
             raise CommandError("--replicas must be >= 0")
@@ -65,8 +65,8 @@ class Command(BaseCommand):
         if options["replicas"]:
             group = replace(group, workloads=tuple(replace(w, replicas=options["replicas"]) for w in group.workloads))
         try:
-            import_resource(document=document)
-        except AppGroupValidationError as exc:
+            import_document(document=document)
+        except documents.DocumentError as exc:
             raise CommandError(f"AppGroup {options['appgroup']}: {exc}") from exc
         api = Endpoint(options["api"], timeout=10.0)
         if options["wait_for_fresh_topology"]:

@@ -5,7 +5,7 @@ import yaml
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.topology import services
-from apps.topology.topomath import TopologyDocumentError
+from apps.topology.documents import TopologyDocumentError
 from netaware_core.yamlsafe import load_yaml
 
 

@@ -1,5 +1,7 @@
-"""The NetworkTopology documents netaware publishes, built from a topology (pure: no Django; the
-apply, unchanged check and deletes are in ``apps.topology.publish``).
+"""NetworkTopology documents (pure: no Django): the ones netaware publishes, built from a topology,
+and the ones it imports, read by the CRD's schema plus a semantic step (``read_import``). The apply,
+unchanged check and deletes are in ``apps.topology.publish``; storing an import is
+``services.import_topology``.
 
 Size strategy (docs/sync.md): etcd refuses objects above 1.5 MiB, and the API server also stores
 ``managedFields``, which lists every map key written and roughly doubles a map-heavy object. So:
@@ -20,6 +22,15 @@ snapshot costs one GET. Parts beyond the new total are deleted. The scheduler-pl
 
 ``build_documents`` and ``diktyo_networktopology_from_costs`` are pure: tests and benchmarks call them
 with synthetic topologies.
+
+An import (``POST /api/topology/import``, ``manage.py import_topology``) is a NetworkTopology
+document as the API serves it, as the cluster holds it, or just its ``spec``. Its structure is
+judged by the CRD's openAPIV3Schema (k8s/crds/networktopology.yaml) through
+``netaware_core.crdschema``, strictly (an undeclared field is an error, not pruned): value types and
+bounds (``>= 0``, loss ``<= 100``), name lengths. The semantic step adds what the schema cannot say:
+map keys are node names, a zone in one region and a node in one zone, cost overrides name declared
+zones and regions, every min extremum at most its max, at least one node. Every problem is reported
+at once, by field path (``spec.latency.n1.n2``).
 """
 
 from __future__ import annotations
@@ -29,20 +40,23 @@ import json
 import logging
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import orjson
 
-from netaware_core import quantity
+from netaware_core import crdschema, quantity
+from netaware_core.fielderrors import BODY, FieldError
 
-from .topomath import EXTREMA_FIELDS, EXTREMA_KEYS, Topology
+from .topomath import EXTREMA_FIELDS, EXTREMA_KEYS, METRICS, NodeMeta, Topology, short_repr
 
 log = logging.getLogger(__name__)
 
 GROUP = "netaware.io"
 VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
 PLURAL = "networktopologies"
 KIND = "NetworkTopology"
 DIKTYO_GROUP = "networktopology.diktyo.x-k8s.io"
@@ -356,3 +370,151 @@ def diktyo_networktopology_from_costs(
     if status:
         doc["status"] = status
     return doc
+
+
+# --- reading an import ---------------------------------------------------------------------------
+
+
+class TopologyDocumentError(FieldError):
+    """An imported NetworkTopology document is invalid: ``errors`` maps field paths to messages."""
+
+
+@dataclass(frozen=True)
+class ImportedTopology:
+    """A valid imported document: what ``services.import_topology`` needs to store it."""
+
+    spec: Mapping[str, Any]  # the maps and the given extrema (``topomath.topology_from_nested``)
+    nodes: tuple[NodeMeta, ...]  # declared by spec.zones / spec.nodes, in order
+    named: tuple[str, ...]  # named by the maps but not declared, sorted: their zones come from the node cache
+    zone_costs: Mapping[tuple[str, str], float]  # user-defined edge costs
+    region_costs: Mapping[tuple[str, str], float]
+    path: str  # where the spec is: "spec", or "" for a bare spec
+
+
+def read_import(document: Any) -> ImportedTopology:
+    """A NetworkTopology document (full, as served or published, or a bare spec) as an
+    ``ImportedTopology``; ``TopologyDocumentError`` naming every problem by field path otherwise."""
+    spec, path = _spec_of(document)
+    if isinstance(spec, Mapping) and isinstance(spec.get("nodes"), list):  # the API's document lists names
+        spec = {**spec, "nodes": [{"name": n} if isinstance(n, str) else n for n in spec["nodes"]]}
+    errors = crdschema.document_errors({"apiVersion": API_VERSION, "kind": KIND, "spec": spec}, unknown_fields=True)
+    if errors:
+        raise _error(errors, path)
+    reading = _Reading(spec)
+    if not reading.errors and not reading.nodes and not reading.named:
+        reading.add("spec.latency", "the document names no nodes")
+    if reading.errors:
+        raise _error(reading.errors, path)
+    return ImportedTopology(spec=spec, nodes=tuple(reading.nodes.values()), named=tuple(sorted(reading.named)),
+                            zone_costs=reading.zone_costs, region_costs=reading.region_costs, path=path)
+
+
+def _spec_of(document: Any) -> tuple[Any, str]:
+    """The spec of a full document (kind and apiVersion ours when given), or a bare spec; and its path."""
+    if not isinstance(document, Mapping):
+        raise TopologyDocumentError(errors={BODY: ["must be a mapping (a NetworkTopology or its spec)"]})
+    if "spec" not in document:
+        return document, ""
+    errors = {key: [f"must be {expected!r}, got {short_repr(document.get(key))}"]
+              for key, expected in (("kind", KIND), ("apiVersion", API_VERSION))
+              if document.get(key, expected) != expected}
+    if errors:
+        raise TopologyDocumentError(errors=errors)
+    return document["spec"], "spec"
+
+
+def _error(errors: Mapping[str, list[str]], path: str) -> TopologyDocumentError:
+    """The error with paths into the document as sent (a bare spec's have no ``spec.``)."""
+    return TopologyDocumentError(errors={(p if path else p.removeprefix("spec.")): m for p, m in errors.items()})
+
+
+class _Reading:
+    """The semantic step over a spec that passed the schema (types and bounds hold); ``errors`` by path."""
+
+    def __init__(self, spec: Mapping[str, Any]) -> None:
+        self.errors: dict[str, list[str]] = {}
+        self.region_of: dict[str, str] = {}  # zone -> region
+        self.nodes: dict[str, NodeMeta] = {}
+        self.named: set[str] = set()
+        self._form(spec)
+        self._regions(spec.get("regions") or ())
+        self._zones(spec.get("zones") or ())
+        self._node_list(spec.get("nodes") or ())
+        self._maps(spec)
+        self._extrema(spec)
+        costs = spec.get("costs") or {}
+        self.zone_costs = self._costs("spec.costs.zones", costs.get("zones"), set(self.region_of), "zone")
+        self.zone_costs.update(self._costs("spec.zoneCosts", spec.get("zoneCosts"), set(self.region_of), "zone"))
+        regions = set(self.region_of.values()) - {""}
+        self.region_costs = self._costs("spec.costs.regions", costs.get("regions"), regions, "region")
+        self.region_costs.update(self._costs("spec.regionCosts", spec.get("regionCosts"), regions, "region"))
+
+    def add(self, path: str, message: str) -> None:
+        self.errors.setdefault(path, []).append(message)
+
+    def _form(self, spec: Mapping[str, Any]) -> None:
+        if spec.get("granularity", "Node") != "Node":
+            self.add("spec.granularity", "an import reads node-level maps (Node): import the document "
+                                         "GET /api/topology/ serves, not the cluster's zone aggregate")
+        if "part" in spec:
+            self.add("spec.part", "one part of a split topology is not a whole topology: import the whole one")
+
+    def _regions(self, regions: Any) -> None:
+        for r, region in enumerate(regions):
+            for z, zone in enumerate(region.get("zones") or ()):
+                if self.region_of.setdefault(zone, region["name"]) != region["name"]:
+                    self.add(f"spec.regions[{r}].zones[{z}]", f"zone {zone!r} is already in region {self.region_of[zone]!r}")
+
+    def _zones(self, zones: Any) -> None:
+        for z, entry in enumerate(zones):
+            zone, region = entry["name"], entry.get("region") or self.region_of.get(entry["name"], "")
+            if self.region_of.get(zone, region) != region:
+                self.add(f"spec.zones[{z}].region",
+                         f"zone {zone!r} is listed under region {self.region_of[zone]!r} in spec.regions")
+            self.region_of[zone] = region
+            for i, node in enumerate(entry.get("nodes") or ()):
+                if node in self.nodes:
+                    self.add(f"spec.zones[{z}].nodes[{i}]", f"node {node!r} is already in zone {self.nodes[node].zone!r}")
+                else:
+                    self.nodes[node] = NodeMeta(name=node, zone=zone, region=region)
+
+    def _node_list(self, nodes: Any) -> None:
+        for i, entry in enumerate(nodes):
+            name, zone = entry["name"], entry.get("zone") or ""
+            known = self.nodes.get(name)
+            if known is None:
+                region = entry.get("region") or self.region_of.get(zone, "")
+                self.nodes[name] = NodeMeta(name=name, zone=zone, region=region)
+                if zone:
+                    self.region_of.setdefault(zone, region)
+            elif zone and zone != known.zone:
+                self.add(f"spec.nodes[{i}].zone", f"node {name!r} is in zone {known.zone!r} in spec.zones")
+
+    def _maps(self, spec: Mapping[str, Any]) -> None:
+        """Map keys are node names (YAML would also give numbers or empty keys); set operations, as a
+        1,000-node map has a million keys."""
+        for metric in METRICS:
+            rows = spec.get(metric) or {}
+            for src, row in rows.items():
+                names = {src, *row}
+                bad = {name for name in names if not isinstance(name, str) or not name.strip()}
+                for name in bad:
+                    where = f"spec.{metric}.{src}" if name == src else f"spec.{metric}.{src}.{name}"
+                    self.add(where, f"node names must be non-empty strings, got {short_repr(name)}")
+                self.named.update(names - bad - self.nodes.keys())
+
+    def _extrema(self, spec: Mapping[str, Any]) -> None:
+        for lo, hi in zip(EXTREMA_KEYS[::2], EXTREMA_KEYS[1::2], strict=True):
+            if spec.get(lo) is not None and spec.get(hi) is not None and spec[lo] > spec[hi]:
+                self.add(f"spec.{lo}", f"must be <= {hi} ({spec[hi]:g}), got {spec[lo]:g}")
+
+    def _costs(self, path: str, raw: Any, known: set[str], what: str) -> dict[tuple[str, str], float]:
+        costs: dict[tuple[str, str], float] = {}
+        for a, row in (raw or {}).items():
+            for b, cost in row.items():
+                unknown = next((name for name in (a, b) if name not in known), None)
+                if unknown is not None:
+                    self.add(f"{path}.{a}.{b}", f"unknown {what} {unknown!r} (declare it in spec.{what}s)")
+                else:
+                    costs[(a, b)] = float(cost)
+        return costs

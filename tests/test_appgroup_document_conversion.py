@@ -1,4 +1,4 @@
-"""CR <-> AppGroupSpec conversion (ours and scheduler-plugins'), quantities, and field-named errors."""
+"""AppGroup documents <-> AppGroupSpec (ours and scheduler-plugins'), quantities, and field-named errors."""
 
 import copy
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from apps.appgroups import resources
+from apps.appgroups import documents
 from apps.appgroups.choices import TopologyMode
 from apps.appgroups.graph import TOPOLOGY_MODES, LabelSelector
 from netaware_core import quantity
@@ -55,7 +55,7 @@ TABLE_4 = {  # service: (importance, {dependency: (latency, bandwidth, lossrate)
 
 
 def test_boutique_scenario_is_table_4():
-    spec = resources.spec_from_resource(BOUTIQUE)
+    spec = documents.spec_from_document(BOUTIQUE)
     assert {w.name for w in spec.workloads} == set(TABLE_4)
     for workload in spec.workloads:
         weight, deps = TABLE_4[workload.name]
@@ -76,10 +76,10 @@ def test_boutique_scenario_is_table_4():
 @pytest.mark.parametrize("flavor", ["netaware", "diktyo"])
 @pytest.mark.parametrize("mode", ["soft", "zone", "region"])
 def test_round_trip_both_flavors(flavor, mode):
-    spec = replace(resources.spec_from_resource(BOUTIQUE), topology_mode=mode)
-    document = resources.resource_from_spec(spec, flavor=flavor)
-    assert resources.spec_from_resource(yaml.safe_load(yaml.safe_dump(document))) == spec
-    assert resources.spec_hash(resources.spec_from_resource(document)) == resources.spec_hash(spec)
+    spec = replace(documents.spec_from_document(BOUTIQUE), topology_mode=mode)
+    document = documents.document_from_spec(spec, flavor=flavor)
+    assert documents.spec_from_document(yaml.safe_load(yaml.safe_dump(document))) == spec
+    assert documents.spec_hash(documents.spec_from_document(document)) == documents.spec_hash(spec)
     if flavor == "netaware":  # written even when soft: the API server's CRD default puts it in the cluster's copy
         assert document["spec"]["topologyMode"] == mode
 
@@ -88,15 +88,15 @@ def test_topology_mode_has_one_set_of_values_and_defaults_to_soft():
     crd = yaml.safe_load((ROOT / "k8s" / "crds" / "appgroup.yaml").read_text())
     field = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["topologyMode"]
     assert tuple(field["enum"]) == TOPOLOGY_MODES == tuple(TopologyMode.values) and field["default"] == "soft"
-    assert resources.spec_from_resource(BOUTIQUE).topology_mode == "soft"
-    diktyo = resources.resource_from_spec(
-        replace(resources.spec_from_resource(BOUTIQUE), topology_mode="zone"), flavor="diktyo")
-    extras = json.loads(diktyo["metadata"]["annotations"][resources.EXTRAS_ANNOTATION])
+    assert documents.spec_from_document(BOUTIQUE).topology_mode == "soft"
+    diktyo = documents.document_from_spec(
+        replace(documents.spec_from_document(BOUTIQUE), topology_mode="zone"), flavor="diktyo")
+    extras = json.loads(diktyo["metadata"]["annotations"][documents.EXTRAS_ANNOTATION])
     extras["topologyMode"] = "galaxy"
-    diktyo["metadata"]["annotations"][resources.EXTRAS_ANNOTATION] = json.dumps(extras)
-    with pytest.raises(resources.ResourceError) as info:
-        resources.spec_from_resource(diktyo)
-    assert info.value.field_path == f"metadata.annotations[{resources.EXTRAS_ANNOTATION}].topologyMode"
+    diktyo["metadata"]["annotations"][documents.EXTRAS_ANNOTATION] = json.dumps(extras)
+    with pytest.raises(documents.DocumentError) as info:
+        documents.spec_from_document(diktyo)
+    assert info.value.field_path == f"metadata.annotations[{documents.EXTRAS_ANNOTATION}].topologyMode"
 
 
 def test_paper_string_selector_and_defaults():
@@ -118,7 +118,7 @@ def test_paper_string_selector_and_defaults():
             ]
         },
     }
-    spec = resources.spec_from_resource(doc)
+    spec = documents.spec_from_document(doc)
     assert spec.namespace == "default" and spec.topology_sorting_algorithm == "KahnSort"
     assert spec.workload("frontend").selector.match_labels == {"app": "frontend"}
     assert spec.workload("checkout").weight == 1.0
@@ -190,28 +190,28 @@ def mutated(mutate):
     ],
 )
 def test_errors_name_the_field(mutate, path):
-    with pytest.raises(resources.ResourceError) as info:
-        resources.spec_from_resource(mutated(mutate))
+    with pytest.raises(documents.DocumentError) as info:
+        documents.spec_from_document(mutated(mutate))
     assert info.value.field_path == path
 
 
 def test_diktyo_errors_name_the_field():
-    spec = resources.spec_from_resource(BOUTIQUE)
-    doc = resources.resource_from_spec(spec, flavor="diktyo")
+    spec = documents.spec_from_document(BOUTIQUE)
+    doc = documents.document_from_spec(spec, flavor="diktyo")
     bad = copy.deepcopy(doc)
     bad["spec"]["workloads"][1]["dependencies"][0]["workload"]["selector"] = "ghost"
-    with pytest.raises(resources.ResourceError) as info:
-        resources.spec_from_resource(bad)
+    with pytest.raises(documents.DocumentError) as info:
+        documents.spec_from_document(bad)
     assert info.value.field_path == "spec.workloads[1].dependencies[0].workload.selector"
     bad = copy.deepcopy(doc)
     del bad["spec"]["numMembers"]
-    with pytest.raises(resources.ResourceError) as info:
-        resources.spec_from_resource(bad)
+    with pytest.raises(documents.DocumentError) as info:
+        documents.spec_from_document(bad)
     assert info.value.field_path == "spec.numMembers"
     bad = copy.deepcopy(doc)
-    bad["metadata"]["annotations"][resources.EXTRAS_ANNOTATION] = "{not json"
-    with pytest.raises(resources.ResourceError) as info:
-        resources.spec_from_resource(bad)
+    bad["metadata"]["annotations"][documents.EXTRAS_ANNOTATION] = "{not json"
+    with pytest.raises(documents.DocumentError) as info:
+        documents.spec_from_document(bad)
     assert info.value.field_path.startswith("metadata.annotations")
 
 
@@ -249,27 +249,27 @@ def test_diktyo_upstream_style_document_with_cycles_imports():
             ],
         },
     }
-    spec = resources.spec_from_resource(doc)
+    spec = documents.spec_from_document(doc)
     assert spec.workload("frontend").controller_name == "frontend-deployment"
     dep = spec.workload("frontend").dependencies[0]
     assert (dep.min_bandwidth_bps, dep.max_network_cost) == (100 * 2**20, 80)
-    order = resources.topology_order(spec)
+    order = documents.topology_order(spec)
     assert order.cyclic and sorted(order.order) == ["cart", "frontend"]
 
 
 def test_status_documents():
-    spec = resources.spec_from_resource(BOUTIQUE)
-    ours = resources.status_document(
+    spec = documents.spec_from_document(BOUTIQUE)
+    ours = documents.status_document(
         spec, placements={"cart": [{"pod": "cart-1", "node": "n1"}]}, observed_generation=2
     )
     assert ours["topologyOrder"][0] == {"workload": "frontend", "index": 1}
     assert ours["placements"] == {"cart": [{"pod": "cart-1", "node": "n1"}]} and ours["runningWorkloads"] == 1
-    diktyo = resources.status_document(spec, flavor="diktyo")
+    diktyo = documents.status_document(spec, flavor="diktyo")
     selectors_in_order = [entry["workload"]["selector"] for entry in diktyo["topologyOrder"]]
     assert selectors_in_order == sorted(selectors_in_order)
     assert {
         e["workload"]["selector"]: e["index"] for e in diktyo["topologyOrder"]
-    } == resources.topology_order(spec).index()
+    } == documents.topology_order(spec).index()
 
 
 @pytest.mark.parametrize(
