@@ -25,10 +25,32 @@ SCHEDULER_NAME = "netaware-scheduler"
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def with_database(url: str, database: str) -> str:
+    """``url`` naming another database, credentials kept."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    return urlunsplit(urlsplit(url)._replace(path=f"/{database}"))
+
+
+def bench_database_url(database: str) -> str:
+    """``DATABASE_URL`` as given, else the tests' credentials (the CREATEDB role ``netaware_test`` that
+    scripts/test.sh sets up, its URL in ``DATABASE_URL_FILE`` or var/secrets/test-database-url) naming
+    ``database``: Debian's PostgreSQL has no password-less login over TCP to fall back on."""
+    if os.environ.get("DATABASE_URL"):
+        return os.environ["DATABASE_URL"]
+    state = Path(os.environ.get("NETAWARE_STATE_DIR") or ROOT / "var")
+    for source in (os.environ.get("DATABASE_URL_FILE"), state / "secrets" / "test-database-url"):
+        if source and Path(source).is_file() and (url := Path(source).read_text().strip()):
+            return with_database(url, database)
+    sys.exit("no database for the benchmark: set DATABASE_URL to a PostgreSQL URL whose user may create "
+             "databases, or run bash scripts/test.sh once (it sets up the role netaware_test)")
+
+
 def setup_environment(*, database: str = "netaware_bench", redis_db: int = 9) -> None:
     """Point Django at the benchmark's own database and Redis db before it is imported."""
     sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{database}")
+    os.environ["DATABASE_URL"] = bench_database_url(database)
+    os.environ.pop("DATABASE_URL_FILE", None)
     os.environ.setdefault("REDIS_URL", f"redis://127.0.0.1:6379/{redis_db}")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "netaware_site.settings")
     os.environ["DEBUG"] = "false"  # DEBUG keeps every SQL query in memory
@@ -40,12 +62,12 @@ def ensure_database() -> None:
     import dj_database_url
     import psycopg
 
-    cfg = dj_database_url.parse(os.environ["DATABASE_URL"])
-    name = cfg["NAME"]
+    url = os.environ["DATABASE_URL"]
+    name = dj_database_url.parse(url)["NAME"]
     if "bench" not in name:
         sys.exit(f"refusing to wipe database {name!r}: its name must contain 'bench'")
-    conninfo = f"host={cfg['HOST'] or '127.0.0.1'} port={cfg['PORT'] or 5432} user={cfg['USER'] or 'postgres'} dbname=postgres"
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    # The same credentials (password included), connected to the maintenance database.
+    with psycopg.connect(with_database(url, "postgres"), autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{name}"')
@@ -120,7 +142,6 @@ def store_large_topology(topology: Any) -> None:
     client-side (text/hex) parameter binding ("invalid memory alloc request size 1073741824"):
     the row is written by the topology service with an empty payload, then the payload is
     written as a binary parameter."""
-    import dj_database_url
     import psycopg
 
     from apps.topology import services as topology_services
@@ -133,10 +154,7 @@ def store_large_topology(topology: Any) -> None:
         snapshot = topology_services._store(topology=topology, source="imported", quantile=0.9, data_until=None)
     finally:
         TopologySnapshot.encode_payload = original  # type: ignore[method-assign]
-    cfg = dj_database_url.parse(os.environ["DATABASE_URL"])
-    conninfo = (f"host={cfg['HOST'] or '127.0.0.1'} port={cfg['PORT'] or 5432} user={cfg['USER'] or 'postgres'} "
-                f"dbname={cfg['NAME']}")
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
         conn.execute(f"UPDATE {TopologySnapshot._meta.db_table} SET payload = %b WHERE id = %s",
                      [payload, snapshot.pk])
 

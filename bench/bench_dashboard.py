@@ -15,8 +15,10 @@ rebuild, AppGroups and placements via ``record_placement``), then measures:
 
 The database must be a scratch one (its name must contain "bench"): it is flushed first.
 
-    createdb -h 127.0.0.1 -U postgres netaware_dash_bench
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/netaware_dash_bench REDIS_URL=redis://127.0.0.1:6379/5 \\
+With the tests' role (scripts/test.sh; it may create databases):
+
+    psql "$(sed 's|/[^/]*$|/postgres|' var/secrets/test-database-url)" -c 'CREATE DATABASE netaware_dash_bench'
+    DATABASE_URL="$(sed 's|/[^/]*$|/netaware_dash_bench|' var/secrets/test-database-url)" REDIS_URL=redis://127.0.0.1:6379/5 \\
         nice -n 10 .venv/bin/python bench/bench_dashboard.py
 """
 

@@ -1,7 +1,8 @@
 """The 1,000-node emulated cluster brought up by the run command, watched for a while (issue 13).
 
 Run: ``.venv/bin/python bench/bench_large_cluster.py [--minutes 10]`` (needs root for up.sh's installs
-only on a fresh machine; uses its own ports, the database ``netaware_bench_large`` and Redis db 14 unless
+only on a fresh machine; uses its own ports, the database ``netaware_bench_large`` (created by up.sh with the
+tests' CREATEDB role of scripts/test.sh, or the credentials of ``DATABASE_URL``) and Redis db 14 unless
 ``--db`` / ``--redis`` say otherwise). Starts
 ``NETAWARE_SCENARIO=scenarios/large-1000.yaml NETAWARE_SCRAPE_INTERVAL=15s bash scripts/up.sh`` and reports:
 seconds until every directed zone pair has >= 3 measured node pairs in one stored window and until the
@@ -27,6 +28,8 @@ import requests
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+import _cluster  # noqa: E402
 
 
 def free_port() -> int:
@@ -69,13 +72,16 @@ def main() -> None:
            "NETAWARE_PROMETHEUS_PORT": str(prom_port), "NETAWARE_EMULATOR_PORT": str(emu),
            "NETAWARE_DB_NAME": args.db, "REDIS_URL": args.redis,
            "NETAWARE_SCENARIO": str(ROOT / "scenarios" / "large-1000.yaml"), "NETAWARE_SCRAPE_INTERVAL": "15s"}
-    for key in ("DATABASE_URL", "PROMETHEUS_URL", "DJANGO_SETTINGS_MODULE"):
+    # up.sh creates the database with these credentials (the tests' CREATEDB role unless DATABASE_URL is given).
+    database_url = _cluster.with_database(_cluster.bench_database_url(args.db), args.db)
+    env["DATABASE_URL"] = database_url
+    for key in ("DATABASE_URL_FILE", "PROMETHEUS_URL", "DJANGO_SETTINGS_MODULE"):
         env.pop(key, None)
     if args.rotation_seconds:
         env["NETAWARE_PROBE_ROTATION_SECONDS"] = str(args.rotation_seconds)
     subprocess.run(["redis-cli", "-n", args.redis.rsplit("/", 1)[1], "flushdb"], capture_output=True)
-    subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-qc", f"drop database if exists {args.db}"],
-                   capture_output=True)
+    with psycopg.connect(_cluster.with_database(database_url, "postgres"), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
     prom = f"http://127.0.0.1:{prom_port}"
     print(f"# bench_large_cluster.py, {time.strftime('%Y-%m-%d %H:%M')}, load {os.getloadavg()[0]:.1f}")
     started = time.monotonic()
@@ -86,7 +92,7 @@ def main() -> None:
             raise SystemExit(up.stdout + up.stderr)
         print(f"up.sh returned after {time.monotonic() - started:.0f} s")
         emulator_pid = int((state / "run" / "emulator.pid").read_text())
-        conn = psycopg.connect(f"host=127.0.0.1 user=postgres dbname={args.db}", autocommit=True)
+        conn = psycopg.connect(database_url, autocommit=True)
         covered_at = fresh_at = None
         last_cpu, last_t = None, None
         rss_samples = []

@@ -2,8 +2,9 @@
 2 workers (sharded by source, each worker a process with its own connection, as Celery workers are),
 and the topology rebuild from those samples.
 
-Run (own database; it is filled with ~1M rows per run):
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/netaware_<you> .venv/bin/python bench/bench_pipeline_scale.py
+Run (own database, created with the tests' role of scripts/test.sh; it is filled with ~1M rows per run):
+    psql "$(sed 's|/[^/]*$|/postgres|' var/secrets/test-database-url)" -c 'CREATE DATABASE netaware_pl_scale'
+    DATABASE_URL="$(sed 's|/[^/]*$|/netaware_pl_scale|' var/secrets/test-database-url)" .venv/bin/python bench/bench_pipeline_scale.py
 then ``--rebuild-only --runs 5`` times the rebuild alone again on the stored samples.
 
 Data: 5,000 nodes in 50 zones of 100 (5 regions); the default plan (K = 24, 8 bandwidth peers) gives

@@ -9,7 +9,8 @@ The table is pre-filled with ``--prefill`` windows first, so the figures hold fo
 already has history (index inserts slow down as a B-tree grows when the key does not lead with ts).
 Rows are stamped in 2100 and deleted afterwards; nothing else in the database is touched.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/netaware_pl .venv/bin/python bench/bench_store_window.py
+    psql "$(sed 's|/[^/]*$|/postgres|' var/secrets/test-database-url)" -c 'CREATE DATABASE netaware_pl'   # the tests' role (scripts/test.sh)
+    DATABASE_URL="$(sed 's|/[^/]*$|/netaware_pl|' var/secrets/test-database-url)" .venv/bin/python bench/bench_store_window.py
 """
 
 from __future__ import annotations

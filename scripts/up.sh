@@ -165,27 +165,10 @@ start_scheduling() {
   start_proc sync "$PY" manage.py sync_appgroups --watch
 }
 
-wait_for_topology() {
-  # The extender is ready once its cache is synced; the demo waits for the first measured topology of
-  # every node too (probe metrics -> Prometheus -> pipeline -> snapshot: a minute or two).
-  local nodes topology body
-  for _ in $(seq 1 300); do
-    running extender || die "the extender exited; see $(short_path "$LOGS/extender.log")"
-    body="$(curl -s --max-time 5 "$EXTENDER_HEALTH/readyz" 2>/dev/null || true)"
-    nodes="$(echo "$body" | grep -o '"nodes":[0-9]*' | cut -d: -f2)"
-    topology="$(echo "$body" | grep -o '"topology_nodes":[0-9]*' | cut -d: -f2)"
-    if echo "$body" | grep -q '"ready":true' && [ "${nodes:-0}" -gt 0 ] && [ "${topology:-0}" -ge "$nodes" ]; then
-      return 0
-    fi
-    sleep 1
-  done
-  die "no measured topology of all ${nodes:-?} nodes after 5 minutes (extender: ${body:-no answer}); see $(short_path "$LOGS")/"
-}
-
 run_demo_rollout() {
   # run_demo_rollout [ARGS...] : schedule an AppGroup (default: Online Boutique) through the extender.
   "$PY" manage.py rollout --api "$KUBE_API_URL" --extender "$EXTENDER_URL" \
-    --extender-health "$EXTENDER_HEALTH" --scenario "$SCENARIO" "$@" 2>>"$SETUP_LOG" | tee -a "$LOGS/rollout.log"
+    --extender-health "$EXTENDER_HEALTH" --scenario "$SCENARIO" "$@" 2>>"$LOGS/rollout.log" | tee -a "$LOGS/rollout.log"
   return "${PIPESTATUS[0]}"
 }
 
@@ -279,9 +262,12 @@ Logs in $(short_path "$LOGS")/; stop with: bash scripts/up.sh stop
 TXT
 if [ "${NETAWARE_DEMO_ROLLOUT:-1}" = 1 ]; then
   say "waiting for the first measured topology, then the demo rollout (NETAWARE_DEMO_ROLLOUT=0 skips it)"
-  wait_for_topology
+  # Fresh and covering every node (probe metrics -> Prometheus -> pipeline -> snapshot: a minute or
+  # two). The extender's readiness alone is not enough: it is ready with a snapshot of the scenario's
+  # nodes stored before any probe window (nothing measured, so the scores ignore the network).
   echo
-  run_demo_rollout || die "the demo rollout failed; see $(short_path "$LOGS/rollout.log")"
+  run_demo_rollout --wait-for-fresh-topology 300 \
+    || die "the demo rollout failed: $(tail -n 1 "$LOGS/rollout.log"); see $(short_path "$LOGS/rollout.log")"
   echo "Again, another way: bash scripts/up.sh rollout [--profile network|hybrid|balanced] [--appgroup FILE]"
   echo "See it: $BASE/placements/ and $BASE/decisions/"
 fi

@@ -46,8 +46,7 @@ def bootstrap(cluster: debian_pg.DebianCluster, state: Path) -> subprocess.Compl
 def test_debian_default_auth_gets_a_netaware_role_and_netaware_migrates_and_serves(
         debian_cluster, tmp_path, prometheus_factory):
     # The cluster really has Debian's defaults: peer / scram-sha-256, no trust, no password-less TCP.
-    rules = [line.split() for line in debian_cluster.hba_path.read_text().splitlines()
-             if line.strip() and not line.lstrip().startswith("#")]
+    rules = debian_cluster.hba_rules()
     assert rules and not [rule for rule in rules if rule[-1] == "trust"], rules
     assert ["host", "all", "all", "127.0.0.1/32", "scram-sha-256"] in rules
     refused = subprocess.run(["psql", "-X", "-w", "-h", "127.0.0.1", "-p", str(debian_cluster.port), "-U", "postgres",

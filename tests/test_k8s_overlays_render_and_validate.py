@@ -1,20 +1,20 @@
 """Both kustomize overlays render offline and every rendered object validates against the
-Kubernetes 1.31 schemas (strict); the pure-Python build equals `kubectl kustomize`; and the
-workloads keep the deployment rules of docs/deploy.md: one ServiceAccount per component, probes,
-requests and limits, restricted pod security, a single beat, budgets where there are replicas,
-tokens only where the API is called, migrations run by a Job, the probe DaemonSet's hardening."""
+Kubernetes 1.31 schemas (strict); the pure-Python build equals `kubectl kustomize` (the dev lock's
+kubectl, tests/support/kubectl.py); and the workloads keep the deployment rules of docs/deploy.md:
+one ServiceAccount per component, probes, requests and limits, restricted pod security, a single
+beat, budgets where there are replicas, tokens only where the API is called, migrations run by a
+Job, the probe DaemonSet's hardening."""
 
 from __future__ import annotations
 
 import base64
-import shutil
-import subprocess
 
 import kubernetes_validate
 import pytest
 import yaml
 
 from tests.support import k8s_render, kustomize
+from tests.support.kubectl import kubectl
 
 KUBERNETES_VERSION = "1.31"
 COMPONENTS = {"web", "extender", "worker", "cluster-worker", "beat", "watcher", "sync"}
@@ -64,11 +64,7 @@ def decoded(doc):
 
 @pytest.mark.parametrize("overlay", k8s_render.OVERLAYS)
 def test_pure_python_build_equals_kubectl_kustomize(tree, rendered, overlay):
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed: only the pure-Python build was checked")
-    result = subprocess.run([kubectl, "kustomize", str(tree / "overlays" / overlay)], capture_output=True,
-                            text=True, timeout=120)
+    result = kubectl("kustomize", str(tree / "overlays" / overlay))
     assert result.returncode == 0, result.stderr
     theirs = {k8s_render.key(d): decoded(d) for d in yaml.safe_load_all(result.stdout) if d}
     ours = {k8s_render.key(d): decoded(d) for d in rendered[overlay]}

@@ -10,28 +10,28 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from django.db import connection
 
 from netaware_site.migrate_locked import LOCK_KEY
+from tests.support.isolation import database_url
+from tests.support.processes import wait_for
+from tests.support.stack import drop_database, with_database
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
 def fresh_database():
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/netaware")
-    parts = urlsplit(base)
+    # The session's credentials (the CREATEDB role scripts/test.sh sets up), another database.
+    admin = database_url({**connection.settings_dict, "NAME": "postgres"})
     name = f"netaware_migrate_{uuid.uuid4().hex[:10]}"
-    admin = urlunsplit(parts._replace(path="/postgres"))
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    url = urlunsplit(parts._replace(path=f"/{name}"))
-    yield url
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    yield with_database(admin, name)
+    drop_database(admin, name)
 
 
 def run(url: str, *args: str, **kwargs) -> subprocess.Popen:
@@ -79,7 +79,12 @@ def test_a_run_waits_for_the_lock_holder(fresh_database):
     with psycopg.connect(fresh_database, autocommit=True) as holder:
         holder.execute("SELECT pg_advisory_lock(%s)", [LOCK_KEY])
         proc = run(fresh_database)
-        time.sleep(6)  # long enough for Django to start and reach the lock
+        # Until it waits on the lock (Django's start-up takes seconds on a busy machine), then a while.
+        wait_for(lambda: proc.poll() is not None or holder.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = "
+            "(SELECT oid FROM pg_database WHERE datname = current_database())").fetchone()[0] > 0,
+            120, "migrate_locked to wait for the advisory lock")
+        time.sleep(2)
         assert proc.poll() is None, "migrate_locked did not wait for the lock"
         assert applied(fresh_database) == 0
         holder.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])

@@ -13,6 +13,7 @@ from django.db import connection
 
 from apps.probes import services
 from apps.probes.models import NodeRollup, NodeSample, PairRollup, PairSample
+from tests.support.isolation import database_url
 
 NOW = datetime(2030, 6, 1, 12, 30, tzinfo=UTC)
 PAIR, NODE = services.PAIR_TABLE, services.NODE_TABLE
@@ -65,7 +66,7 @@ def test_old_partitions_are_rolled_up_and_dropped_exactly_once(retention) -> Non
 
     # A reader holding the 09:00 partition makes its drop time out: that partition's roll-up is rolled
     # back with it, the 08:00 one goes through.
-    holder = psycopg.connect(f"dbname={connection.settings_dict['NAME']} host=127.0.0.1 user=postgres")
+    holder = psycopg.connect(database_url(connection.settings_dict))
     holder.execute(f'LOCK TABLE "{PAIR}_p2030060109" IN ACCESS SHARE MODE')
     try:
         first = services.apply_retention(now=NOW)

@@ -28,6 +28,7 @@ from django.db import connection
 from apps.probes import services
 from apps.probes.models import NodeSample, PairSample, PullWatermark, WindowDigest
 from apps.probes.queries import QueriesFileError
+from tests.support.isolation import database_url
 from tests.support.pipeline import configure_pipeline, emulated_cluster
 from tests.support.processes import pool_children, stop, wait_for
 
@@ -123,17 +124,12 @@ def test_racing_workers_apply_each_window_once(sharded) -> None:
     assert _unsharded_repull_writes(stamps[-2:]) == 0
 
 
-def _test_database_url() -> str:
-    s = connection.settings_dict
-    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_killed_mid_window_loses_nothing_and_applies_nothing_twice(sharded, cluster, tmp_path) -> None:
     from netaware_site.celery import app
 
     app.control.purge()
-    env = {**os.environ, "DATABASE_URL": _test_database_url(), "PROMETHEUS_URL": cluster.url,
+    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict), "PROMETHEUS_URL": cluster.url,
            "NETAWARE_PULL_WINDOW_SECONDS": str(WIDTH), "NETAWARE_RATE_WINDOW": "10s",
            "NETAWARE_PULL_INITIAL_WINDOWS": "3", "NETAWARE_PULL_SHARDS": str(SHARDS),
            "PYTHONPATH": str(ROOT)}
@@ -154,7 +150,7 @@ def test_a_worker_killed_mid_window_loses_nothing_and_applies_nothing_twice(shar
 
         # Hold node samples so shard 0 (which also stores node series) blocks inside its window
         # transaction after writing its pair rows, then kill the process doing it.
-        holder = psycopg.connect(_test_database_url().replace("postgres://", "postgresql://"), autocommit=False)
+        holder = psycopg.connect(database_url(connection.settings_dict), autocommit=False)
         holder.execute("LOCK TABLE probes_nodesample IN EXCLUSIVE MODE")
         before = dict(PullWatermark.objects.values_list("query", "last_end"))
         pull_metrics.delay()

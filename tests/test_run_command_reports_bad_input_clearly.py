@@ -8,6 +8,7 @@ who is neither root nor has sudo. Afterwards ``bash scripts/up.sh stop`` succeed
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -18,9 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import debian_pg
-from tests.support.prometheus import free_port
-from tests.support.stack import base_env, run_up, with_database
+from tests.support import debian_pg, privilege
+from tests.support.stack import DEFAULT_PORTS, base_env, own_ports, run_up, with_database
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
@@ -28,13 +28,12 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def up_env(tmp_path):
-    """Environment of an up.sh run of its own: state directory, free ports, a database name of its own."""
+    """Environment of an up.sh run of its own: state directory, a free port for every port it listens on
+    (a stack on the default ports may be running), a database name of its own."""
     state = tmp_path / "state"
     env = base_env(
         NETAWARE_STATE_DIR=str(state),
-        NETAWARE_WEB_PORT=str(free_port()),
-        NETAWARE_PROMETHEUS_PORT=str(free_port()),
-        NETAWARE_EMULATOR_PORT=str(free_port()),
+        **own_ports(),
         DATABASE_URL=with_database(os.environ["DATABASE_URL"], f"netaware_badinput_{os.getpid()}"),
     )
     yield env
@@ -81,6 +80,25 @@ def test_a_scenario_with_an_error_names_the_file_and_the_field(up_env, tmp_path)
     assert_stop_leaves_nothing(up_env)
 
 
+def test_the_fixture_moves_every_port_so_it_runs_beside_a_stack_on_the_defaults(up_env, tmp_path):
+    # Every default port is taken (by a running stack, or here by the test): the run gets past both
+    # port checks and stops at the scenario, which up.sh checks after them.
+    assert set(DEFAULT_PORTS) >= {"NETAWARE_WEB_PORT", "NETAWARE_KUBE_PORT", "NETAWARE_EXTENDER_PORT"}
+    with contextlib.ExitStack() as held:
+        for port in DEFAULT_PORTS.values():
+            sock = held.enter_context(socket.socket())
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            with contextlib.suppress(OSError):  # already taken: as good
+                sock.bind(("127.0.0.1", port))
+                sock.listen()
+        scenario = tmp_path / "broken.yaml"
+        scenario.write_text("name: broken\nregions: 5\n")
+        up_env["NETAWARE_SCENARIO"] = str(scenario)
+        result = run_up(up_env)
+    error = assert_one_clear_error(result, str(scenario), "regions: must be a list")
+    assert "already in use" not in error
+
+
 @pytest.fixture
 def scram_cluster():
     with debian_pg.fresh_cluster() as cluster:
@@ -106,8 +124,9 @@ def test_a_database_url_whose_password_is_refused_says_so(up_env, scram_cluster)
 
 
 def test_no_root_and_no_sudo_says_which_steps_need_root(up_env):
-    if os.geteuid() != 0 or shutil.which("runuser") is None:
-        pytest.skip("needs root to run the command as the unprivileged user nobody")
+    # The command runs as the unprivileged user nobody, started as root (itself, or through sudo).
+    if (reason := privilege.unavailable()) is not None or privilege.which("runuser") is None:
+        pytest.skip(f"runs the command as the user nobody: {reason or 'runuser is missing (util-linux)'}")
     # A PATH like the machine's, minus sudo: the user can do everything but become root.
     bin_dir = Path(tempfile.mkdtemp(prefix="netaware-nosudo-"))
     try:
@@ -120,7 +139,7 @@ def test_no_root_and_no_sudo_says_which_steps_need_root(up_env):
         # pytest's tmp_path is private to root: the user needs a state directory it can reach.
         state = Path(tempfile.mkdtemp(prefix="netaware-nobody-", dir=bin_dir)) / "state"
         state.mkdir()
-        shutil.chown(state, "nobody")
+        privilege.run("chown", "nobody", str(state))
         os.chmod(state.parent, 0o755)
         up_env["NETAWARE_STATE_DIR"] = str(state)
         # The clone may sit where nobody cannot read (CI's is anywhere): the checks that come before
@@ -131,7 +150,8 @@ def test_no_root_and_no_sudo_says_which_steps_need_root(up_env):
             path.chmod(0o755)
         env = {k: v for k, v in up_env.items() if k not in {"DATABASE_URL", "DATABASE_URL_FILE"}}
         env.update(PATH=f"{bin_dir}", HOME=str(state), NETAWARE_VENV=str(Path(sys.executable).parent.parent))
-        as_nobody = ["runuser", "-u", "nobody", "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()]]
+        as_nobody = privilege.as_root("runuser", "-u", "nobody", "--", "env", "-i",
+                                      *[f"{k}={v}" for k, v in env.items()])
         result = subprocess.run([*as_nobody, "bash", str(scripts / "up.sh")], cwd=scripts,
                                 capture_output=True, text=True, timeout=120)
         assert_one_clear_error(result, "neither root nor has sudo", "PostgreSQL", "Run the command as root",
@@ -140,4 +160,4 @@ def test_no_root_and_no_sudo_says_which_steps_need_root(up_env):
                                  capture_output=True, text=True, timeout=120)
         assert stopped.returncode == 0, stopped.stderr
     finally:
-        shutil.rmtree(bin_dir, ignore_errors=True)
+        privilege.remove_tree(bin_dir)  # nobody wrote into its state directory

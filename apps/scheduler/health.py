@@ -46,7 +46,13 @@ class _Handler(BaseHTTPRequestHandler):
             body: dict[str, object] = {"ready": ready, "reason": why}
             if rt is not None:  # what the scheduling cache holds (operators, the demo's rollout)
                 state = rt.cache.view().state
-                body.update(nodes=len(state.nodes), topology_nodes=state.topology.size,
+                topology = state.topology
+                # Readiness is "synced", not "fresh": a stale topology degrades the scores (they fall
+                # back to the other scorers) but must not take the extender out of kube-scheduler's
+                # reach. Whoever needs fresh data (the demo's first rollout) reads these fields.
+                body.update(nodes=len(state.nodes), topology_nodes=topology.size,
+                            measured_nodes=len(topology.measured_nodes.intersection(state.nodes)),
+                            topology_stale=topology.stale_reason,
                             appgroups=sorted(f"{g.namespace}/{g.name}" for g in state.appgroups))
             self._send(200 if ready else 503, orjson.dumps(body))
         elif path == "/metrics":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import shutil
@@ -18,6 +19,8 @@ from pathlib import Path
 import prometheus_client
 import requests
 from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support import privilege
 
 ROOT = Path(__file__).resolve().parents[2]
 # The shared secret every test agent gets unless a test passes its own (agents refuse to start without one).
@@ -46,15 +49,45 @@ class RunningAgent:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    @property
+    def pid(self) -> int:
+        """The agent's own pid: the started process, or its child when that is sudo (a user's way
+        to start an agent as another user, tests/support/privilege.py)."""
+        pid = self.process.pid
+        with contextlib.suppress(OSError, ValueError):
+            # sudo may fork a monitor (``use_pty``) that forks the command: descend through both.
+            while Path(f"/proc/{pid}/comm").read_text().strip() == "sudo":
+                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+                if not children:
+                    break
+                pid = int(children[0])
+        return pid
+
     def stop(self, timeout: float = 15.0) -> int:
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+            # An agent of another user (nobody, or root through sudo) is signalled as root.
+            foreign = self.pid != self.process.pid or not _ours(self.pid)
+            if foreign:
+                privilege.kill([self.pid], signal.SIGTERM)
+            else:
+                self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                if foreign:
+                    privilege.kill([self.pid], signal.SIGKILL)
+                else:
+                    self.process.kill()
                 self.process.wait()
         return self.process.returncode
+
+
+def _ours(pid: int) -> bool:
+    """Whether this process may signal ``pid`` without root."""
+    try:
+        return os.geteuid() == 0 or os.stat(f"/proc/{pid}").st_uid == os.geteuid()
+    except OSError:
+        return True
 
 
 @functools.cache
@@ -86,10 +119,11 @@ def start_agent(node: str, url: str, args: Sequence[str], *, prefix: Sequence[st
     """Start an agent and wait until its /metrics answers (``url`` is how the test reaches it);
     ``code`` is where it imports netaware from (``world_readable_agent_tree()`` for another user)."""
     log_fd, log_name = tempfile.mkstemp(prefix=f"netaware-agent-{node}-", suffix=".log")
-    process = subprocess.Popen(
-        agent_command(node, args, prefix=prefix), cwd=code, stdout=log_fd, stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONPATH": str(code), "NETAWARE_PROBE_SECRET": TEST_SECRET, **(env or {})},
-    )
+    own = {"PYTHONPATH": str(code), "NETAWARE_PROBE_SECRET": TEST_SECRET, **(env or {})}
+    # A prefix may start with sudo (privilege.as_root), which resets the environment.
+    command = privilege.carrying(agent_command(node, args, prefix=prefix), own)
+    process = subprocess.Popen(command, cwd=code, stdout=log_fd, stderr=subprocess.STDOUT,
+                               env={**os.environ, **own})
     os.close(log_fd)
     agent = RunningAgent(node=node, url=url, process=process, log_path=Path(log_name))
     deadline = time.monotonic() + timeout

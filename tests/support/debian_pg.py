@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import privilege
 from tests.support.prometheus import free_port
 
 PREFIX = "naw_fresh_"
@@ -35,18 +35,23 @@ class DebianCluster:
     def hba_path(self) -> Path:
         return Path("/etc/postgresql") / self.version / self.name / "pg_hba.conf"
 
+    def hba_rules(self) -> list[list[str]]:
+        """The cluster's pg_hba.conf rules (the file is the postgres user's: read as root)."""
+        text = privilege.run("cat", str(self.hba_path), timeout=30).stdout
+        return [line.split() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
     def psql_as_postgres(self, sql: str) -> subprocess.CompletedProcess[str]:
-        """SQL through the local socket as the postgres system user (peer authentication)."""
-        return subprocess.run(["runuser", "-u", "postgres", "--", "psql", "-X", "-w", "-tA", "-v", "ON_ERROR_STOP=1",
-                               "-p", str(self.port), "-d", "postgres"],
-                              input=sql, capture_output=True, text=True, timeout=60, cwd="/")
+        """SQL through the local socket as the postgres system user (peer authentication), the way
+        scripts/lib.sh creates netaware's role: the only superuser access a Debian cluster has."""
+        return privilege.run("runuser", "-u", "postgres", "--", "psql", "-X", "-w", "-tA", "-v", "ON_ERROR_STOP=1",
+                             "-p", str(self.port), "-d", "postgres", input=sql, check=False, timeout=60)
 
 
 def unavailable_reason() -> str | None:
-    if os.geteuid() != 0:
-        return "creating a PostgreSQL cluster needs root"
+    if (reason := privilege.unavailable()) is not None:
+        return f"creating a PostgreSQL cluster: {reason}"
     for tool in ("pg_createcluster", "pg_ctlcluster", "pg_dropcluster", "pg_lsclusters", "runuser"):
-        if shutil.which(tool) is None:
+        if privilege.which(tool) is None:
             return f"{tool} is missing (Debian package postgresql-common)"
     if not newest_version():
         return "no PostgreSQL server is installed (/usr/lib/postgresql/*/bin/postgres)"
@@ -58,10 +63,6 @@ def newest_version() -> str:
     return max(versions, key=lambda v: [int(x) for x in re.findall(r"\d+", v)], default="")
 
 
-def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-
-
 def drop_stale_clusters() -> None:
     """Drop clusters of ours whose pytest process is gone."""
     listing = subprocess.run(["pg_lsclusters", "--no-header"], capture_output=True, text=True, check=True).stdout
@@ -71,28 +72,27 @@ def drop_stale_clusters() -> None:
             continue
         pid = fields[1][len(PREFIX):]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            subprocess.run(["pg_dropcluster", "--stop", fields[0], fields[1]], capture_output=True, timeout=120)
+            privilege.run("pg_dropcluster", "--stop", fields[0], fields[1], check=False)
 
 
 def create_cluster() -> DebianCluster:
     drop_stale_clusters()
     version = newest_version()
     name = f"{PREFIX}{os.getpid()}"
-    subprocess.run(["pg_dropcluster", "--stop", version, name], capture_output=True, timeout=120)
+    privilege.run("pg_dropcluster", "--stop", version, name, check=False)
     port = free_port()
-    env = _clean_env()
-    created = subprocess.run(["pg_createcluster", version, name, "-p", str(port)], env=env,
-                             capture_output=True, text=True, timeout=180)
+    # (through sudo the environment is reset anyway; as root, PG* variables of ours must not leak in)
+    ours = [f"--unset={var}" for var in os.environ if var.startswith("PG")]
+    created = privilege.run("env", *ours, "pg_createcluster", version, name, "-p", str(port), check=False,
+                            timeout=180)
     assert created.returncode == 0, created.stdout + created.stderr
-    started = subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, name, "start"], env=env,
-                             capture_output=True, text=True, timeout=120)
+    started = privilege.run("pg_ctlcluster", "--skip-systemctl-redirect", version, name, "start", check=False)
     assert started.returncode == 0, started.stdout + started.stderr
     return DebianCluster(version=version, name=name, port=port)
 
 
 def drop_cluster(cluster: DebianCluster) -> None:
-    subprocess.run(["pg_dropcluster", "--stop", cluster.version, cluster.name], env=_clean_env(),
-                   capture_output=True, timeout=180)
+    privilege.run("pg_dropcluster", "--stop", cluster.version, cluster.name, check=False, timeout=180)
 
 
 @contextmanager

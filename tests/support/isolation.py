@@ -29,7 +29,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from tests.support.processes import stop_process
 
-DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/netaware"
+ROOT = Path(__file__).resolve().parents[2]
 _PR_SET_PDEATHSIG = 1
 
 
@@ -140,7 +140,17 @@ def base_database_url(environ: dict[str, str] | os._Environ[str]) -> str:
             raise IsolationError(f"DATABASE_URL_FILE={file_path!r} cannot be read: {exc}") from exc
         if value:
             return value
-    return environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+    if environ.get("DATABASE_URL"):
+        return environ["DATABASE_URL"]
+    # What scripts/test.sh set up last (the role netaware_test, with a password): a plain pytest run
+    # after it needs no variable. No password-less default: Debian's PostgreSQL has no trust login.
+    state = Path(environ.get("NETAWARE_STATE_DIR") or ROOT / "var")
+    saved = state / "secrets" / "test-database-url"
+    if saved.is_file() and saved.read_text().strip():
+        return saved.read_text().strip()
+    raise IsolationError(f"no database for the tests: set DATABASE_URL (or DATABASE_URL_FILE) to a PostgreSQL "
+                         f"URL whose user may create databases, or run bash scripts/test.sh once (it sets up "
+                         f"the role netaware_test and keeps its URL in {saved})")
 
 
 def isolate(environ: os._Environ[str] = os.environ) -> Isolation:

@@ -7,7 +7,8 @@ Supported: ``resources`` (files and directories holding a kustomization.yaml), `
 (``disableNameSuffixHash: true`` required: we rename nothing, so no reference rewriting is needed,
 plus labels/annotations). Anything else raises ``UnsupportedFeature`` instead of being ignored, so a
 kustomization that grows a new feature fails here rather than rendering something different from
-``kubectl kustomize`` (tests/test_manifests_validate.py compares both where kubectl exists).
+``kubectl kustomize`` (tests/test_k8s_overlays_render_and_validate.py compares both, with the dev
+lock's kubectl).
 """
 
 from __future__ import annotations

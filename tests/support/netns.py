@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from tests.support import privilege
 
 PREFIX = "na"  # namespaces are named na<pid>-<key>
 _NS_RE = re.compile(rf"^{PREFIX}(\d+)-\w+$")
@@ -24,19 +25,17 @@ _NS_RE = re.compile(rf"^{PREFIX}(\d+)-\w+$")
 
 def available() -> str | None:
     """Why the lab cannot run here, or None when it can."""
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, tc and iptables)"
+    if (reason := privilege.unavailable()) is not None:
+        return f"network namespaces, tc and iptables: {reason}"
     for tool in ("ip", "tc", "iptables", "iperf3"):
-        if shutil.which(tool) is None:
+        if privilege.which(tool) is None:
             return f"needs the {tool!r} command"
     return None
 
 
 def sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(list(cmd), capture_output=True, text=True, timeout=30)
-    if check and result.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({result.returncode}): {result.stderr.strip()}")
-    return result
+    """``cmd`` as root (itself, or through sudo)."""
+    return privilege.run(*cmd, check=check, timeout=30)
 
 
 def cleanup_stale() -> None:
@@ -133,7 +132,9 @@ class NetnsLab:
         return sh("ip", "netns", "exec", self.ns(key), *cmd)
 
     def prefix(self, key: str) -> list[str]:
-        return ["ip", "netns", "exec", self.ns(key)]
+        """Run a command inside ``key``'s namespace (as root: through sudo it gets no environment of
+        ours, so pass what it needs in its argv)."""
+        return privilege.as_root("ip", "netns", "exec", self.ns(key))
 
     def track(self, process: subprocess.Popen[bytes]) -> None:
         self.processes.append(process)
@@ -145,19 +146,17 @@ class NetnsLab:
     def teardown(self) -> list[str]:
         """Undo everything; returns the problems met (teardown itself never raises)."""
         problems: list[str] = []
+        # What runs inside belongs to root (and through sudo the started process is sudo itself,
+        # which the user cannot signal): signal the namespaces' processes, then reap ours.
+        for key in self.namespaces:
+            privilege.kill(self.pids_in(key), signal.SIGTERM)
         for process in self.processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in self.processes:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
         for key in self.namespaces:  # anything still inside (e.g. an orphaned iperf3)
-            for pid in self.pids_in(key):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            privilege.kill(self.pids_in(key), signal.SIGKILL)
+        for process in self.processes:
+            process.wait(timeout=30)
         for key, spec in reversed(self._rules):
             result = sh("ip", "netns", "exec", self.ns(key), "iptables", "-D", *spec, check=False)
             if result.returncode:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -73,7 +74,8 @@ class RedisServer:
 
 class PostgresServer:
     """A PostgreSQL cluster of its own (initdb in a temporary directory, run as the ``postgres``
-    system user, trust authentication on its private socket and 127.0.0.1)."""
+    system user when root), listening on its private socket and 127.0.0.1 with ``scram-sha-256``
+    and a generated password, as Debian configures TCP: nothing here works only under ``trust``."""
 
     def __init__(self) -> None:
         self.port = free_port()
@@ -84,6 +86,7 @@ class PostgresServer:
         if not bindir:
             raise RuntimeError("PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin")
         self.bin = Path(bindir[-1])
+        self.password = secrets.token_urlsafe(18)
 
     def _as_postgres(self, *argv: str) -> None:
         cmd = list(argv)
@@ -92,15 +95,21 @@ class PostgresServer:
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def url(self, database: str) -> str:
-        return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
+        return f"postgres://postgres:{self.password}@127.0.0.1:{self.port}/{database}"
 
     def init(self) -> PostgresServer:
         self.socket_dir.mkdir()
         if os.geteuid() == 0:
             shutil.chown(self.dir, "postgres")
             shutil.chown(self.socket_dir, "postgres")
-        self._as_postgres(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                          "--no-sync")
+        pwfile = self.dir / "pwfile"
+        pwfile.write_text(self.password + "\n")
+        pwfile.chmod(0o600)
+        if os.geteuid() == 0:
+            shutil.chown(pwfile, "postgres")
+        self._as_postgres(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres",
+                          "--auth=scram-sha-256", f"--pwfile={pwfile}", "--no-sync")
+        pwfile.unlink()
         return self
 
     def start(self) -> PostgresServer:

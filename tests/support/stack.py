@@ -8,6 +8,7 @@ private redis-server that the tests themselves never use.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -23,6 +24,17 @@ from tests.support.prometheus import free_port
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 UP = ["bash", str(ROOT / "scripts" / "up.sh")]
+
+
+# Every port the run command listens on, read from up.sh itself (``${NETAWARE_<WHAT>_PORT:-default}``),
+# so a port added there is moved by every test that runs it beside a stack on the default ports.
+DEFAULT_PORTS = {name: int(port) for name, port in
+                 re.findall(r"\$\{(NETAWARE_\w+_PORT):-(\d+)\}", (ROOT / "scripts" / "up.sh").read_text())}
+
+
+def own_ports() -> dict[str, str]:
+    """A free port for each of :data:`DEFAULT_PORTS`."""
+    return {name: str(free_port()) for name in DEFAULT_PORTS}
 
 
 def with_database(url: str, name: str) -> str:
@@ -68,18 +80,12 @@ class Stack:
 def running_stack(label: str, **overrides: str) -> Iterator[Stack]:
     """``bash scripts/up.sh`` with everything of its own; stopped (and its database dropped) at exit."""
     state = Path(tempfile.mkdtemp(prefix=f"netaware-{label}-"))
-    web, prom, emu = free_port(), free_port(), free_port()
-    kube, extender, extender_health = free_port(), free_port(), free_port()
+    ports = own_ports()
     db_name = f"netaware_{label}_{os.getpid()}"
     session_db_url = os.environ["DATABASE_URL"]
     env = base_env(
         NETAWARE_STATE_DIR=str(state),
-        NETAWARE_WEB_PORT=str(web),
-        NETAWARE_PROMETHEUS_PORT=str(prom),
-        NETAWARE_EMULATOR_PORT=str(emu),
-        NETAWARE_KUBE_PORT=str(kube),
-        NETAWARE_EXTENDER_PORT=str(extender),
-        NETAWARE_EXTENDER_HEALTH_PORT=str(extender_health),
+        **ports,
         # The demo rollout waits for the first measured topology: tests run it themselves
         # (`up.sh rollout`) when they want it, so start-up stays quick.
         NETAWARE_DEMO_ROLLOUT="0",
@@ -90,7 +96,7 @@ def running_stack(label: str, **overrides: str) -> Iterator[Stack]:
     drop_database(session_db_url, db_name)
     try:
         result = run_up(env)
-        yield Stack(web=f"http://127.0.0.1:{web}", env=env, state=state, result=result)
+        yield Stack(web=f"http://127.0.0.1:{ports['NETAWARE_WEB_PORT']}", env=env, state=state, result=result)
     finally:
         run_up(env, "stop", timeout=120)
         logs = state / "log"

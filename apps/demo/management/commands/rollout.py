@@ -45,6 +45,9 @@ class Command(BaseCommand):
                                                                   "http://127.0.0.1:8001/scheduler"))
         parser.add_argument("--extender-health", default=os.environ.get("NETAWARE_EXTENDER_HEALTH_URL",
                                                                          "http://127.0.0.1:8002"))
+        parser.add_argument("--wait-for-fresh-topology", type=float, default=0.0, metavar="SECONDS",
+                            help="first wait up to SECONDS until the extender's topology is fresh and has every "
+                                 "node measured (scripts/up.sh's first demo, while the first probe windows arrive)")
 
     def handle(self, *args, **options):  # type: ignore[no-untyped-def]
         if not options["api"]:
@@ -57,6 +60,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         if options["replicas"] < 0:
             raise CommandError("--replicas must be >= 0")
+        if options["wait_for_fresh_topology"] < 0:
+            raise CommandError("--wait-for-fresh-topology must be >= 0 seconds")
         if options["replicas"]:
             group = replace(group, workloads=tuple(replace(w, replicas=options["replicas"]) for w in group.workloads))
         try:
@@ -64,6 +69,8 @@ class Command(BaseCommand):
         except documents.DocumentError as exc:
             raise CommandError(f"AppGroup {options['appgroup']}: {exc}") from exc
         api = Endpoint(options["api"], timeout=10.0)
+        if options["wait_for_fresh_topology"]:
+            self._wait_for_fresh_topology(options["extender_health"], options["wait_for_fresh_topology"])
         self._recreate_pods(api, group, options)
         self._wait_for_extender(options["extender_health"], f"{group.namespace}/{group.name}")
         scheduler = KubeScheduler(api_url=options["api"], extender=ExtenderConfig(url=options["extender"]),
@@ -106,6 +113,38 @@ class Command(BaseCommand):
                 return
             time.sleep(0.2)
         raise CommandError(f"the extender at {health} is not ready with AppGroup {appgroup} after {timeout:.0f}s: {last}")
+
+    def _wait_for_fresh_topology(self, health: str, timeout: float) -> None:
+        """Until the topology the extender scores with is not stale and measures every node it knows.
+
+        Its readiness alone does not say so: a snapshot of the known nodes with no measurement yet
+        (what a rebuild stores before the first probe window) makes it ready, and scores made with it
+        fall back to load alone."""
+        endpoint = Endpoint(health, timeout=5.0)
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while True:
+            try:
+                status, last, _ = endpoint.request("GET", "/readyz")
+            except OSError as exc:
+                status, last = 0, str(exc)
+            body = last if isinstance(last, dict) else {}
+            if (status == 200 and body.get("nodes", 0) > 0 and not body.get("topology_stale")
+                    and body.get("measured_nodes", 0) >= body["nodes"]):
+                return
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(1.0)
+        if body and status != 200:
+            why = f"not ready: {body.get('reason', status)}"
+        elif body:
+            why = (f"topology stale: {body['topology_stale']}" if body.get("topology_stale") else
+                   f"{body.get('measured_nodes', 0)} of {body.get('nodes', 0)} nodes measured")
+        else:
+            why = f"no answer ({last})"
+        raise CommandError(f"the extender at {health} has no fresh topology of every node after {timeout:.0f}s "
+                           f"({why}): the probe metrics -> Prometheus -> pipeline path has not delivered; "
+                           "see the worker, beat and prometheus logs")
 
     def _report(self, group: Any, scenario: Any, result: Any, options: dict[str, Any]) -> None:
         out = self.stdout.write
