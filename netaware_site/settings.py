@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "apps.topology",
     "apps.appgroups",
     "apps.scheduler",
+    "apps.traffic",
     "apps.probes",
     "apps.accounts",
     "apps.dashboard",
