@@ -125,14 +125,16 @@ def parse_window_matrices(matrices: Mapping[str, Sequence[Mapping]], names: Edge
     rejections = Rejections()
     wanted = set(ends) if ends is not None else None
     out: dict[int, dict[Edge, Rates]] = {}
-    label_cache: dict[tuple[tuple[str, str], ...], Edge | None] = {}
+    # The queries aggregate by exactly the edge labels, so their four values identify a series.
+    label_names = (names.source_namespace, names.source, names.target_namespace, names.target)
+    label_cache: dict[tuple[str | None, ...], Edge | None] = {}
     for measure, matrix in matrices.items():
         if measure not in MEASURES:
             raise ValueError(f"unknown measure {measure!r}")
         is_rate = measure in RATE_MEASURES
         for item in matrix:
             metric = item.get("metric") or {}
-            key = tuple(sorted(metric.items()))
+            key = tuple(metric.get(name) if name else None for name in label_names)
             if key in label_cache:
                 edge = label_cache[key]
             else:

@@ -295,7 +295,8 @@ def applications(states: Iterable[EdgeState], known: Mapping[tuple[str, str], Wo
             key = (s, t)
             prev = merged.get(key)
             if prev is None or st.requests > prev.requests:
-                merged[key] = replace(st, edge=Edge(namespace, s, namespace, t))
+                renamed = s != st.edge.source or t != st.edge.target
+                merged[key] = replace(st, edge=Edge(namespace, s, namespace, t)) if renamed else st
         workloads = {canonical[n]: ident[n] for n in ident}
         traffic: dict[str, float] = defaultdict(float)
         callers: set[str] = set()
@@ -331,8 +332,7 @@ def applications(states: Iterable[EdgeState], known: Mapping[tuple[str, str], Wo
                 groups[max(neighbours)[1] if neighbours else m].append(m)
         for app_name, members in sorted(groups.items()):
             member_set = set(members)
-            app_edges = tuple(sorted((st for (s, t), st in merged.items() if s in member_set and t in member_set),
-                                     key=lambda st: st.edge))
+            app_edges = tuple(st for (s, t), st in sorted(merged.items()) if s in member_set and t in member_set)
             idents = tuple(workloads[m] for m in sorted(member_set))
             apps.append(ObservedApp(namespace, app_name, idents, app_edges,
                                     build_spec(namespace=namespace, name=app_name, workloads=idents, edges=app_edges)))

@@ -456,28 +456,40 @@ def refresh_observed(*, states: Mapping[Edge, EdgeState], at: datetime) -> list[
     for row in appgroup_selectors.appgroups_with_graph().filter(namespace__in={a.namespace for a in apps}):
         declared_rows.setdefault(row.namespace, []).append(row)
     hot = learning_params().hot_requests
-    kept: list[ObservedAppGroup] = []
+    rows: list[ObservedAppGroup] = []
+    specs: dict[tuple[str, str], AppGroupSpec] = {}
     for app in apps:
         declared = _declared_for(app, declared_rows.get(app.namespace, []))
         declared_spec = appgroup_selectors.appgroup_spec(appgroup=declared) if declared is not None else None
         diff = learning.diff(app, declared_spec)
         document = documents.document_from_spec(app.spec, annotations={
             appgroup_services.DESCRIPTION_ANNOTATION: "Learned from observed traffic (netaware traffic)"})
-        mode = mode_for(namespace=app.namespace, application=app.name, modes=modes)
-        row, _ = ObservedAppGroup.objects.update_or_create(namespace=app.namespace, name=app.name, defaults={
-            "document": document, "edges": _edge_rows(app), "declared": declared.name if declared else "",
-            "diff": {"missing": [list(m) for m in diff.missing], "extra": [list(e) for e in diff.extra],
-                     "common": [list(c) for c in diff.common], "unmatched_workloads": list(diff.unmatched_workloads)},
-            "hot_missing": diff.hot_missing(hot) if declared is not None and declared.origin != Origin.OBSERVED else 0,
-            "mode": mode, "learned_at": at})
-        kept.append(row)
-        if mode == Mode.ADOPT:
-            try:
-                adopt(observed=row, spec=app.spec)
-            except (AdoptRefused, documents.DocumentError) as exc:
-                logger.warning("traffic: observed AppGroup %s/%s not adopted: %s", app.namespace, app.name, exc)
-                ObservedAppGroup.objects.filter(pk=row.pk).update(adopt_error=str(exc)[:2000])
-    ObservedAppGroup.objects.exclude(pk__in=[r.pk for r in kept]).delete()
+        specs[(app.namespace, app.name)] = app.spec
+        rows.append(ObservedAppGroup(
+            namespace=app.namespace, name=app.name, document=document, edges=_edge_rows(app),
+            declared=declared.name if declared else "",
+            diff={"missing": [list(m) for m in diff.missing], "extra": [list(e) for e in diff.extra],
+                  "common": [list(c) for c in diff.common], "unmatched_workloads": list(diff.unmatched_workloads)},
+            hot_missing=diff.hot_missing(hot) if declared is not None and declared.origin != Origin.OBSERVED else 0,
+            mode=mode_for(namespace=app.namespace, application=app.name, modes=modes), learned_at=at))
+    with transaction.atomic():  # one statement for every application, then the ones gone are dropped
+        ObservedAppGroup.objects.bulk_create(
+            rows, update_conflicts=True, unique_fields=["namespace", "name"],
+            update_fields=["document", "edges", "declared", "diff", "hot_missing", "mode", "learned_at", "updated_at"])
+        keys = {(r.namespace, r.name) for r in rows}
+        stale = [pk for pk, ns, name in ObservedAppGroup.objects.values_list("pk", "namespace", "name")
+                 if (ns, name) not in keys]
+        ObservedAppGroup.objects.filter(pk__in=stale).delete()
+    kept = list(ObservedAppGroup.objects.filter(pk__in=[r.pk for r in rows]).order_by("namespace", "name")) \
+        if any(r.mode == Mode.ADOPT for r in rows) else rows
+    for row in kept:
+        if row.mode != Mode.ADOPT:
+            continue
+        try:
+            adopt(observed=row, spec=specs[(row.namespace, row.name)])
+        except (AdoptRefused, documents.DocumentError) as exc:
+            logger.warning("traffic: observed AppGroup %s/%s not adopted: %s", row.namespace, row.name, exc)
+            ObservedAppGroup.objects.filter(pk=row.pk).update(adopt_error=str(exc)[:2000])
     return kept
 
 
