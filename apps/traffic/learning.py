@@ -12,8 +12,8 @@
    else ``app``, else the controller's ``spec.selector.matchLabels``. The values of ``app.kubernetes.io/name``
    and ``app`` are aliases (a service graph's service names). A name the cluster does not know becomes
    ``app=<name>``, marked unresolved.
-3. **Applications** (:func:`applications`). Within one namespace (cross-namespace edges are counted but an
-   AppGroup is namespaced), edges between workloads of different ``app.kubernetes.io/part-of`` values are
+3. **Applications** (:func:`applications`). Within one namespace (cross-namespace edges are left out: an AppGroup
+   is namespaced), edges between workloads of different ``app.kubernetes.io/part-of`` values are
    cut and the rest split into connected components. A component whose workloads carry one part-of value
    is that application; unlabelled workloads of a component join the part-of of their busiest neighbour;
    a component without any part-of is named after its busiest root (a workload nobody calls: the
