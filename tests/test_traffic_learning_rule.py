@@ -123,6 +123,8 @@ def test_workloads_map_to_the_clusters_own_selectors_through_the_owner_chain():
         pod("redis-cart-0", {"app.kubernetes.io/name": "redis", "app": "redis-cart",
                              "controller-revision-hash": "x"}, ("StatefulSet", "redis-cart")),
         ClusterObject("Deployment", NS, "idle", match_labels={"role": "idle"}, template_labels={"role": "idle"}),
+        pod("cache-0", {"app": "cache", "tier": "x"}, None),  # bare pods: one workload per app label
+        pod("cache-1", {"app": "cache", "tier": "y"}, None),
     ]
     known = learning.workload_identities(objects)
     front = known[(NS, "frontend")]
@@ -132,6 +134,8 @@ def test_workloads_map_to_the_clusters_own_selectors_through_the_owner_chain():
     assert redis.selector == {"app.kubernetes.io/name": "redis"} and redis.controller_kind == "StatefulSet"
     assert known[(NS, "redis")] is redis  # a service graph's name for it
     assert known[(NS, "idle")].selector == {"role": "idle"}
+    assert known[(NS, "cache")].selector == {"app": "cache"} and known[(NS, "cache")].replicas == 2
+    assert known[(NS, "cache")].controller_kind == "" and (NS, "cache-0") not in known
     guessed = learning.identity_for(NS, "ghost", known)
     assert guessed.selector == {"app": "ghost"} and not guessed.resolved
 

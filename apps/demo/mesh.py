@@ -39,13 +39,14 @@ class Call:
     response_bytes: float = 2000.0
     p50_ms: float = 5.0
     tcp: bool = False  # bytes only in Istio/Linkerd (a Redis connection)
-    idle_period_s: float = 0.0  # > 0: the edge is idle during the last ``idle_fraction`` of every period
+    idle_period_s: float = 0.0  # > 0: idle during the last ``idle_fraction`` of every period since the start
     idle_fraction: float = 0.0
 
-    def busy(self, now: float) -> bool:
+    def busy(self, elapsed: float) -> bool:
+        """Whether the edge carries traffic ``elapsed`` seconds after the emulator started."""
         if self.idle_period_s <= 0 or self.idle_fraction <= 0:
             return True
-        return (now % self.idle_period_s) < self.idle_period_s * (1 - self.idle_fraction)
+        return (elapsed % self.idle_period_s) < self.idle_period_s * (1 - self.idle_fraction)
 
 
 def calls_of(group: AppGroupSpec, *, base_rps: float = 4.0,
@@ -118,7 +119,7 @@ class MeshEmulator:
         self._clock = clock
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()
-        self._last = clock()
+        self._last = self._start = clock()  # idle periods count from the start: every edge is busy first
         self._counters = [_EdgeCounters() for _ in self.calls]
         self._durations = [_Histogram(DURATION_BUCKETS_MS) for _ in self.calls]
         self._req_sizes = [_Histogram(SIZE_BUCKETS) for _ in self.calls]
@@ -126,7 +127,7 @@ class MeshEmulator:
 
     def true_edges(self, *, now: float | None = None) -> set[tuple[str, str]]:
         now = self._clock() if now is None else now
-        return {(c.source, c.target) for c in self.calls if c.busy(now)}
+        return {(c.source, c.target) for c in self.calls if c.busy(now - self._start)}
 
     def _advance(self, now: float) -> None:
         elapsed = min(max(0.0, now - self._last), 600.0)
@@ -134,7 +135,7 @@ class MeshEmulator:
         if elapsed <= 0:
             return
         for i, call in enumerate(self.calls):
-            if not call.busy(now):
+            if not call.busy(now - self._start):
                 continue
             n = int(self._rng.poisson(call.rps * elapsed))
             if n == 0:

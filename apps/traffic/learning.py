@@ -9,7 +9,8 @@
    ``*_workload``, Linkerd's ``deployment``) or its service (OpenTelemetry). The cluster's own objects map
    that name back to a label selector: pod -> ReplicaSet -> Deployment (or StatefulSet, DaemonSet, Job)
    owner chain; the selector is ``app.kubernetes.io/name`` when every pod of the workload carries it,
-   else ``app``, else the controller's ``spec.selector.matchLabels``. The values of ``app.kubernetes.io/name``
+   else ``app``, else the controller's ``spec.selector.matchLabels``; pods without a controller are one
+   workload per ``app.kubernetes.io/name`` / ``app`` value. The values of ``app.kubernetes.io/name``
    and ``app`` are aliases (a service graph's service names). A name the cluster does not know becomes
    ``app=<name>``, marked unresolved.
 3. **Applications** (:func:`applications`). Within one namespace (cross-namespace edges are left out: an AppGroup
@@ -177,7 +178,8 @@ def workload_identities(objects: Iterable[ClusterObject]) -> dict[tuple[str, str
     for obj in objects:
         if obj.kind != "Pod":
             continue
-        top = ("Pod", obj.namespace, obj.name)
+        # A pod without a controller is grouped with its siblings by its name/app label (bare demo pods).
+        top = ("Pod", obj.namespace, obj.labels.get(NAME_LABEL) or obj.labels.get(APP_LABEL) or obj.name)
         owner = obj.owner
         seen = 0
         while owner is not None and seen < 5:

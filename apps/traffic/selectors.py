@@ -7,6 +7,8 @@ from typing import Any
 
 from django.conf import settings
 
+from apps.appgroups.graph import AppGroupSpec
+
 from .models import LearnedEdge, ObservedAppGroup, TrafficSource, TrafficWatermark
 from .services import WATERMARK_KEY
 
@@ -22,6 +24,19 @@ def sources() -> dict[str, Any]:
 
 def observed(*, namespace: str, name: str) -> ObservedAppGroup | None:
     return ObservedAppGroup.objects.filter(namespace=namespace, name=name).first()
+
+
+def observed_covering(*, spec: AppGroupSpec) -> tuple[ObservedAppGroup | None, int]:
+    """The observed application of ``spec``'s namespace whose workloads ``spec`` selects most, and how many
+    of ``spec``'s workloads it covers (matched by selector: the observed selector's labels)."""
+    best, best_count = None, 0
+    for row in ObservedAppGroup.objects.filter(namespace=spec.namespace).order_by("name"):
+        labels = [dict((w.get("selector") or {}).get("matchLabels") or {})
+                  for w in row.document.get("spec", {}).get("workloads", [])]
+        count = sum(1 for w in spec.workloads if any(w.selector.matches(lab) for lab in labels))
+        if count > best_count:
+            best, best_count = row, count
+    return best, best_count
 
 
 def learned_until() -> datetime | None:
