@@ -128,6 +128,10 @@ def test_up_brings_stack_up_and_topology_matches_scenario(stack):
         time.sleep(1)
     assert placed["count"] >= 11, placed
 
+
+def test_up_learns_online_boutique_from_its_mesh_traffic_and_rolls_it_out(stack):
+    session = admin_session(stack)
+    assert session is not None
     # Observed traffic: the mesh emulator's Online Boutique series (Istio, Linkerd, OpenTelemetry formats),
     # scraped by the real Prometheus, are learned into an observed AppGroup with every true edge; then
     # `up.sh rollout --learned` adopts it and schedules with it.

@@ -128,8 +128,11 @@ def _present_adapters(*, client: PrometheusClient, at: int, now: datetime) -> li
     configured = configured_adapters()
     rows = {row.name: row for row in TrafficSource.objects.filter(name__in=[a.name for a in configured])}
     max_age = timedelta(seconds=float(settings.NETAWARE["TRAFFIC_DISCOVERY_SECONDS"]))
-    stale = any(row is None or row.checked_at is None or now - row.checked_at > max_age or not row.enabled
-                for row in (rows.get(a.name) for a in configured))
+    # Found nothing yet (a mesh still starting, Prometheus not scraped it yet): look again on every run,
+    # it costs one instant query per source; once something is there, re-check every max_age.
+    stale = not any(row.present for row in rows.values()) or any(
+        row is None or row.checked_at is None or now - row.checked_at > max_age or not row.enabled
+        for row in (rows.get(a.name) for a in configured))
     if stale:
         found = discover_sources(client=client, at=at)
         return [a for a in configured if found.get(a.name, 0) > 0]

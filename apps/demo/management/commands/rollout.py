@@ -106,9 +106,16 @@ class Command(BaseCommand):
                                                f"?labelSelector={DEMO_LABEL}%3D{group.name}")
         if status != 200:
             raise CommandError(f"the API at {options['api']} answered {status} listing pods: {listed}")
-        for pod in listed.get("items") or []:
-            api.request("DELETE", f"/api/v1/namespaces/{group.namespace}/pods/{pod['metadata']['name']}")
-        for pod in pod_objects(group, profile=options["profile"]):
+        pods = pod_objects(group, profile=options["profile"])
+        doomed = [pod["metadata"]["name"] for pod in listed.get("items") or []]
+        if options["learned"]:  # the declared rollout's pods of the same names make way for the learned ones
+            status, others, _ = api.request("GET", f"/api/v1/namespaces/{group.namespace}/pods?labelSelector={DEMO_LABEL}")
+            names = {pod["metadata"]["name"] for pod in pods}
+            doomed += [p["metadata"]["name"] for p in (others.get("items") or []) if status == 200
+                       and p["metadata"]["name"] in names and p["metadata"]["name"] not in doomed]
+        for name in doomed:
+            api.request("DELETE", f"/api/v1/namespaces/{group.namespace}/pods/{name}")
+        for pod in pods:
             if options["learned"]:  # the learned AppGroup claims them, whatever else selects the same labels
                 pod["metadata"]["labels"][documents.APPGROUP_LABEL] = group.name
             status, answer, _ = api.request("POST", f"/api/v1/namespaces/{group.namespace}/pods", pod)
