@@ -1,6 +1,7 @@
 """With a real Prometheus scraping Istio-, Linkerd- and OpenTelemetry-format series (the demo's mesh
 emulator, apps/demo/mesh.py, for Online Boutique), each adapter learns Online Boutique's true call
-graph -- every edge carrying >= 1 request/s found, no phantom edge -- within 3 pull windows, with
+graph -- every edge carrying >= 1 request/s found, no phantom edge -- within 3 pull windows (a
+60-workload, 150-edge application within 5), with
 workloads mapped to the selectors of the cluster's own Deployments (fake Kubernetes API, owner chain
 pod -> ReplicaSet -> Deployment); an edge that goes idle stays until the idle time has passed; hostile
 series are refused with a reason and never break the pull."""
@@ -8,6 +9,7 @@ series are refused with a reason and never break the pull."""
 from __future__ import annotations
 
 import math
+import random
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,6 +20,7 @@ import yaml
 from django.utils import timezone
 
 from apps.appgroups import documents
+from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
 from apps.demo.cluster import workload_objects
 from apps.demo.mesh import MeshEmulator, calls_of
 from apps.traffic import services
@@ -43,19 +46,40 @@ TRUE_EDGES = {(w.selector.match_labels["app"], SPEC.workload(d.target).selector.
               for w in SPEC.workloads for d in w.dependencies}
 
 
+def large_application(workloads: int = 60, edges: int = 150, seed: int = 3) -> AppGroupSpec:
+    """A TrainTicket-sized application: a random call tree from an entry point plus cross calls."""
+    rng = random.Random(seed)
+    names = ["gateway"] + [f"svc-{i:02d}" for i in range(1, workloads)]
+    pairs = {(names[rng.randrange(i)], names[i]) for i in range(1, workloads)}
+    while len(pairs) < edges:
+        a, b = rng.sample(range(1, workloads), 2)
+        pairs.add((names[min(a, b)], names[max(a, b)]))
+    deps: dict[str, list[DependencySpec]] = {}
+    for a, b in sorted(pairs):
+        deps.setdefault(a, []).append(DependencySpec(b, Sensitivity(0.5, 0.4, 0.1)))
+    return AppGroupSpec(LARGE_NS, "train", tuple(
+        WorkloadSpec(n, LabelSelector({"app": n}), weight=0.5, dependencies=tuple(deps.get(n, ()))) for n in names))
+
+
+LARGE_NS = "train"
+LARGE = large_application()
+
+
 @pytest.fixture(scope="module")
 def mesh_prometheus():
     emulator = MeshEmulator(calls_of(SPEC), namespace=NS, seed=7)
-    httpd, _thread = emulator.serve()
-    prom = start_prometheus(scrape_config([ScrapeTarget(f"127.0.0.1:{httpd.server_address[1]}", {"job": "mesh"})],
-                                          interval="1s", job="mesh"))
+    large = MeshEmulator(calls_of(LARGE, base_rps=2.0), namespace=LARGE_NS, formats=["istio"], seed=8)
+    servers = [e.serve()[0] for e in (emulator, large)]
+    prom = start_prometheus(scrape_config([ScrapeTarget(f"127.0.0.1:{h.server_address[1]}", {"app_set": str(i)})
+                                           for i, h in enumerate(servers)], interval="1s", job="mesh"))
     try:
         prom.wait_for_series("istio_requests_total", minimum=10, timeout=30)
         yield emulator, prom
     finally:
         prom.stop()
-        httpd.shutdown()
-        httpd.server_close()
+        for httpd in servers:
+            httpd.shutdown()
+            httpd.server_close()
 
 
 @pytest.fixture
@@ -117,6 +141,23 @@ def test_each_adapter_learns_online_boutique_within_three_windows(source, traffi
         front = next(e for e in row.edges if (e["source"], e["target"]) == ("frontend", "adservice"))
         assert 2.0 < front["requests"] < 6.5, front
         assert 0 < front["p50"] < front["p99"] < 1.0
+
+
+def test_a_sixty_workload_application_is_learned_within_five_windows(traffic_settings):
+    traffic_settings.NETAWARE = {**traffic_settings.NETAWARE, "TRAFFIC_SOURCES": "istio"}
+    true_edges = {(w.name, d.target) for w in LARGE.workloads for d in w.dependencies}
+    assert len(LARGE.workloads) == 60 and len(true_edges) == 150
+    learned: set = set()
+    for _pull in range(5):
+        wait_for_next_window()
+        services.pull_traffic(now=timezone.now())
+        row = ObservedAppGroup.objects.filter(namespace=LARGE_NS, name="gateway").first()
+        if row is not None:
+            learned = {(e["source"], e["target"]) for e in row.edges}
+            if learned == true_edges:
+                break
+    assert learned == true_edges, (len(learned), learned ^ true_edges)
+    assert len(documents.spec_from_document(row.document).workloads) == 60
 
 
 def test_discovery_finds_every_emitted_source_and_not_hubble(traffic_settings):
