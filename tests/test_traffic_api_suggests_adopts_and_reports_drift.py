@@ -137,3 +137,22 @@ def test_sources_api_shows_the_configuration(settings):
     assert [a.name for a in services.configured_adapters()] == ["istio", "otel"]
     body = logged_in(user_with("viewer")).get("/api/traffic/sources").json()
     assert body["configured"] == "otel, istio" and body["sources"] == []
+
+
+def test_the_dashboard_shows_the_observed_graph_and_adopts_for_an_editor():
+    declared()
+    refresh()
+    viewer = logged_in(user_with("viewer"))
+    listing = viewer.get("/traffic/").content.decode()
+    assert f"{NS}/frontend" in listing and "boutique" in listing
+    page = viewer.get(f"/traffic/{NS}/frontend/").content.decode()
+    assert "frontend → cartservice" in page and "newservice" in page and 'id="adopt"' not in page
+    assert "kind: AppGroup" in page
+    refused = viewer.post(f"/traffic/{NS}/frontend/adopt")
+    assert refused.status_code == 403 and "editor role" in refused.content.decode()
+    assert viewer.get(f"/traffic/{NS}/nothing/").status_code == 404
+    editor = logged_in(user_with("editor"))
+    assert 'id="adopt"' in editor.get(f"/traffic/{NS}/frontend/").content.decode()
+    done = editor.post(f"/traffic/{NS}/frontend/adopt")
+    row = AppGroup.objects.get(namespace=NS, name="frontend")
+    assert done.status_code == 302 and done["Location"] == f"/appgroups/{row.pk}" and row.origin == Origin.OBSERVED
