@@ -78,29 +78,11 @@ def log_bad_request(*, verb: str, error: str, started: float) -> None:
         log.exception("could not log a bad %s request", verb)
 
 
-def after_response() -> None:
-    """After a response went out (never raises): inline-mode writes on the request thread."""
-    try:
-        runtime().after_request()
-    except Exception:
-        log.exception("extender: writing after the response failed")
-
-
 def drain_decisions(*, limit: int = 5000) -> int:
     """Move queued decisions from Redis into Postgres (batched, idempotent) and prune."""
     return decisionlog.drain(redis_client=selectors.redis_client(), limit=limit,
                              retention=int(conf("DECISION_RETENTION")),
                              lock_seconds=float(conf("DECISION_DRAIN_LOCK_SECONDS")))
-
-
-def flush_decisions() -> int:
-    """Ship this process's pending decisions and drain the queue now (tests, shutdown)."""
-    shipped = runtime().decisions.ship()
-    try:
-        return drain_decisions()
-    except Exception as exc:  # Redis down: ship() already fell back to the database
-        log.warning("decision log: drain failed: %s", exc)
-        return shipped
 
 
 def prune_decisions(*, keep: int) -> int:

@@ -315,18 +315,3 @@ def load_kep_fixture(*, placements: dict[str, str] | None = None) -> list[str]:
         record_placement(pod_namespace="default", pod_name=f"{workload}-placed", pod_uid=str(uuid.uuid4()),
                          node_name=node, labels={"app": workload}, source="watcher")
     return list(KEP_NODES)
-
-
-def use_extender_test_settings(settings: Any, **overrides: Any) -> None:
-    """The extender in-process for the Django test client: inline mode (every request re-reads its
-    inputs on the request thread, where the test's transaction is visible) and decisions written
-    straight to Postgres after each response (no Redis queue)."""
-    settings.NETAWARE = {
-        **settings.NETAWARE,
-        "EXTENDER_INLINE": True,
-        "DECISION_QUEUE": False,
-        **overrides,
-    }
-    from apps.scheduler.runtime import reset_runtime
-
-    reset_runtime()
