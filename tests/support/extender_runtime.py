@@ -95,13 +95,15 @@ class InProcessExtender:
 
     def settle(self, timeout: float = WAIT_SECONDS) -> None:
         """Wait until the loader thread has swapped in what the database holds now, by the loader's own
-        fingerprint (``selectors.state_stamps``). The wake is what a change notification does."""
+        fingerprint (``selectors.state_stamps``), and its last round found every part healthy. The
+        wake is what a change notification does."""
         loader = self.runtime.loader
 
         def caught_up() -> bool:
             self.runtime.wake.set()
             fresh = selectors.state_stamps()
-            return all(loader.stamps.get(part) == fresh.get(part) for part in loader.parts)
+            sources = self.runtime.cache.view().sources
+            return all(loader.stamps.get(part) == fresh.get(part) and sources[part].ok for part in loader.parts)
 
         wait_until(caught_up, "the extender's loader loads what the database holds", timeout)
 
@@ -114,11 +116,13 @@ class InProcessExtender:
         return int(tasks.drain_decisions.apply().get())
 
 
-def start_extender(settings: Any, **overrides: Any) -> InProcessExtender:
+def start_extender(settings: Any, *, synced: bool = True, **overrides: Any) -> InProcessExtender:
     """This process's extender runtime, started afresh with ``overrides`` of settings.NETAWARE, once
-    its first load is complete (every source synced). Through the ``start_extender`` fixture."""
+    its first load is complete (every source synced; ``synced=False``: without waiting for it).
+    Through the ``start_extender`` fixture."""
     settings.NETAWARE = {**settings.NETAWARE, **overrides}
     reset_runtime()
     rt = runtime()
-    wait_until(lambda: rt.cache.view().synced, "the extender's first load (every source synced)")
+    if synced:
+        wait_until(lambda: rt.cache.view().synced, "the extender's first load (every source synced)")
     return InProcessExtender(rt)
