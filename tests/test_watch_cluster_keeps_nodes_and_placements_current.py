@@ -17,13 +17,13 @@ from apps.scheduler.management.commands.watch_cluster import ClusterWatcher
 from apps.scheduler.models import ObservedPod
 from apps.topology.models import Node
 from netaware_core import kube as kube_client
-from tests.support.extender_wire import save_boutique, use_extender_test_settings
+from tests.support.extender_wire import save_boutique
 
 
 @pytest.fixture
 def fake(settings):
     with FakeKube() as fake:
-        use_extender_test_settings(settings, KUBE_API_URL=fake.url)
+        settings.NETAWARE = {**settings.NETAWARE, "KUBE_API_URL": fake.url}
         kube_client.reset_clients()
         fake.add_node("n1", zone="A", region="testbed", allocatable={"cpu": "4", "memory": "8Gi", "pods": "110"})
         fake.add_node("n2", zone="B", region="testbed", allocatable={"cpu": "2500m", "memory": "4Gi", "pods": "110"})
