@@ -13,6 +13,7 @@ import yaml
 from apps.appgroups.models import Placement
 from apps.scheduler.models import Decision
 from apps.topology.models import Node
+from tests.support.extender_runtime import wait_until
 from tests.support.extender_wire import (
     binding_args,
     extender_args,
@@ -20,7 +21,6 @@ from tests.support.extender_wire import (
     load_testbed,
     save_boutique,
 )
-from tests.support.extender_runtime import wait_until
 
 OURS = "netaware-scheduler"
 

@@ -15,8 +15,8 @@ import orjson
 import pytest
 
 from apps.scheduler import extender_views
-from apps.scheduler.models import Decision
 from apps.scheduler.management.commands.run_extender import EXTENDER_APP
+from apps.scheduler.models import Decision
 from tests.support.extender_wire import binding_args, extender_args, k8s_pod, load_kep_fixture
 
 VERBS = ("filter", "prioritize", "bind", "preempt")

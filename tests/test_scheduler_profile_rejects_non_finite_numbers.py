@@ -9,6 +9,7 @@ import pytest
 from apps.scheduler.models import SchedulerProfile
 from apps.scheduler.scoring import engine
 
+
 def _post(client, raw: str):
     return client.post("/api/scheduler/profiles/", data=raw, content_type="application/json")
 
