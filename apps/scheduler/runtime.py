@@ -29,7 +29,7 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -623,9 +623,4 @@ def reset_runtime(*, ship: bool = False) -> None:
     if current is not None:
         current.stop(ship=ship)
 
-
-def stale_for(view: CacheView) -> Mapping[str, float]:
-    """Seconds each unhealthy source has been failing (metrics, decisions)."""
-    now = time.monotonic()
-    return {name: now - h.since for name, h in view.sources.items() if not h.ok}
 
