@@ -40,9 +40,9 @@ django.setup()
 
 from apps.scheduler import health  # noqa: E402
 from apps.scheduler.extender_views import application  # noqa: E402
-from apps.scheduler.runtime import runtime  # noqa: E402
+from apps.scheduler.runtime import process_runtime  # noqa: E402
 
-runtime()
+process_runtime()
 _health_bind = os.environ.get("NETAWARE_EXTENDER_HEALTH_BIND", "127.0.0.1:8002")
 if _health_bind:
     health.serve(_health_bind)

@@ -1,6 +1,6 @@
 """The extender process: its scheduling cache and the threads that keep it current.
 
-One ``ExtenderRuntime`` per process (``runtime()``). It owns:
+One ``ExtenderRuntime`` per process (``process_runtime()``). It owns:
 
 * the ``SchedulingCache`` (``cache.py``) that filter/prioritize score against — they never wait
   on Postgres, Redis or the Kubernetes API;
@@ -597,7 +597,7 @@ _runtime: ExtenderRuntime | None = None
 _runtime_lock = threading.Lock()
 
 
-def runtime() -> ExtenderRuntime:
+def process_runtime() -> ExtenderRuntime:
     """This process's runtime, created and started on first use."""
     global _runtime
     current = _runtime

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from apps.scheduler import extender_views, selectors, tasks
-from apps.scheduler.runtime import ExtenderRuntime, reset_runtime, runtime
+from apps.scheduler.runtime import ExtenderRuntime, process_runtime, reset_runtime
 
 # How long a test waits for the runtime's threads. Generous: the product promises no bound here (the
 # loader polls every STATE_DB_CHECK_SECONDS), and a busy machine must not fail a correct test.
@@ -122,7 +122,7 @@ def start_extender(settings: Any, *, synced: bool = True, **overrides: Any) -> I
     Through the ``start_extender`` fixture."""
     settings.NETAWARE = {**settings.NETAWARE, **overrides}
     reset_runtime()
-    rt = runtime()
+    rt = process_runtime()
     if synced:
         wait_until(lambda: rt.cache.view().synced, "the extender's first load (every source synced)")
     return InProcessExtender(rt)
