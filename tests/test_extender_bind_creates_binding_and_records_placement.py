@@ -5,10 +5,8 @@ whatever the API does, and forgets the assumed placement when the Binding fails.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
-import yaml
 
 from apps.appgroups.models import Placement
 from apps.scheduler.models import Decision
@@ -18,6 +16,7 @@ from tests.support.extender_wire import (
     binding_args,
     extender_args,
     k8s_pod,
+    kube_scheduler_http_timeout,
     load_testbed,
     save_boutique,
 )
@@ -31,9 +30,7 @@ def delivered(ext, source: str, since: float) -> None:
 
 
 # What the extender promises kube-scheduler: an answer within the KubeSchedulerConfiguration's httpTimeout.
-_CONFIGMAP = yaml.safe_load((Path(__file__).resolve().parents[1] / "k8s/scheduler/scheduler-config.yaml").read_text())
-_EXTENDER = yaml.safe_load(_CONFIGMAP["data"]["scheduler-config.yaml"])["extenders"][0]
-HTTP_TIMEOUT = float(_EXTENDER["httpTimeout"].removesuffix("s"))
+HTTP_TIMEOUT = kube_scheduler_http_timeout()
 
 
 @pytest.fixture

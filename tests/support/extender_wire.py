@@ -315,3 +315,20 @@ def load_kep_fixture(*, placements: dict[str, str] | None = None) -> list[str]:
         record_placement(pod_namespace="default", pod_name=f"{workload}-placed", pod_uid=str(uuid.uuid4()),
                          node_name=node, labels={"app": workload}, source="watcher")
     return list(KEP_NODES)
+
+
+def kube_scheduler_http_timeout() -> float:
+    """Seconds kube-scheduler waits for an extender answer (the shipped KubeSchedulerConfiguration's
+    ``httpTimeout``): what the extender promises, so the bound a test may put on an answer's time."""
+    from pathlib import Path
+
+    import yaml
+
+    configmap = yaml.safe_load((Path(__file__).resolve().parents[2] / "k8s/scheduler/scheduler-config.yaml").read_text())
+    extender = yaml.safe_load(configmap["data"]["scheduler-config.yaml"])["extenders"][0]
+    timeout = str(extender["httpTimeout"])
+    if timeout.endswith("ms"):
+        return float(timeout[:-2]) / 1000.0
+    if timeout.endswith("m"):
+        return float(timeout[:-1]) * 60.0
+    return float(timeout.removesuffix("s"))
