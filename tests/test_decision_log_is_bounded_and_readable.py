@@ -85,9 +85,7 @@ def test_the_decision_log_thread_ships_without_a_request(transactional_db, setti
     try:
         for i in range(3):
             log.add({"verb": "filter", "pod_namespace": "default", "pod_name": f"idle-{i}", "breakdown": None})
-        deadline = time.monotonic() + 5
-        while redis.llen(decisionlog.DECISION_QUEUE_KEY) < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: redis.llen(decisionlog.DECISION_QUEUE_KEY) >= 3, "the thread ships without a request")
         assert redis.llen(decisionlog.DECISION_QUEUE_KEY) == 3
         assert log.logged == 3 and log.dropped == 0
     finally:

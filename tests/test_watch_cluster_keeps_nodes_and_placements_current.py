@@ -38,7 +38,7 @@ def fake(settings):
     kube_client.reset_clients()
 
 
-def wait_for(check: Callable[[], bool], timeout: float = 10.0) -> None:
+def wait_for(check: Callable[[], bool], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
