@@ -171,6 +171,7 @@ KUBE_TASKS = (
     "apps.appgroups.tasks.resync_cluster",
     "apps.appgroups.tasks.sync_appgroup",
     "apps.topology.tasks.publish_network_topology",
+    "apps.traffic.tasks.refresh_observed",
 )
 KUBE_TASK_QUEUE = env("NETAWARE_KUBE_TASK_QUEUE", "")
 if KUBE_TASK_QUEUE:

@@ -463,8 +463,15 @@ def _edge_rows(app: learning.ObservedApp, times: dict[float, str]) -> list[dict[
              "first_seen": _iso(st.first_seen, times), "last_seen": _iso(st.last_seen, times)} for st in app.edges]
 
 
-def refresh_observed(*, states: Mapping[Edge, EdgeState], at: datetime) -> list[ObservedAppGroup]:
-    """Recompute the observed applications, their diffs and drift; adopt where the mode says so."""
+def refresh_observed(*, states: Mapping[Edge, EdgeState] | None = None,
+                     at: datetime | None = None) -> list[ObservedAppGroup]:
+    """Recompute the observed applications, their diffs and drift; adopt where the mode says so (from the
+    stored learned edges and the newest learned window unless given)."""
+    if states is None:
+        states = load_states()
+    if at is None:
+        at = TrafficWatermark.objects.filter(key=WATERMARK_KEY).values_list("last_end", flat=True).first() \
+            or timezone.now()
     namespaces = {st.edge.source_namespace for st in states.values()}
     modes = {(m.namespace, m.application): m.mode for m in LearningMode.objects.all()}
     off = {ns for ns in namespaces if mode_for(namespace=ns, application="", modes=modes) == Mode.OFF
