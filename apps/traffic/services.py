@@ -556,13 +556,13 @@ SELECT date_trunc('hour', ts, 'UTC'), source, source_namespace, source_workload,
 FROM "{{table}}" WHERE {{where}} GROUP BY 1, 2, 3, 4, 5, 6
 ON CONFLICT (bucket, source, source_namespace, source_workload, target_namespace, target_workload) DO UPDATE SET
     count = r.count + EXCLUDED.count,
-    requests_mean = (COALESCE(r.requests_mean, 0) * r.count + COALESCE(EXCLUDED.requests_mean, 0) * EXCLUDED.count)
-                    / (r.count + EXCLUDED.count),
+    requests_mean = COALESCE((r.requests_mean * r.count + EXCLUDED.requests_mean * EXCLUDED.count)
+                             / (r.count + EXCLUDED.count), r.requests_mean, EXCLUDED.requests_mean),
     requests_max = GREATEST(r.requests_max, EXCLUDED.requests_max),
-    request_bytes_mean = (COALESCE(r.request_bytes_mean, 0) * r.count
-                          + COALESCE(EXCLUDED.request_bytes_mean, 0) * EXCLUDED.count) / (r.count + EXCLUDED.count),
-    response_bytes_mean = (COALESCE(r.response_bytes_mean, 0) * r.count
-                           + COALESCE(EXCLUDED.response_bytes_mean, 0) * EXCLUDED.count) / (r.count + EXCLUDED.count),
+    request_bytes_mean = COALESCE((r.request_bytes_mean * r.count + EXCLUDED.request_bytes_mean * EXCLUDED.count)
+                                  / (r.count + EXCLUDED.count), r.request_bytes_mean, EXCLUDED.request_bytes_mean),
+    response_bytes_mean = COALESCE((r.response_bytes_mean * r.count + EXCLUDED.response_bytes_mean * EXCLUDED.count)
+                                   / (r.count + EXCLUDED.count), r.response_bytes_mean, EXCLUDED.response_bytes_mean),
     p50_mean = COALESCE((r.p50_mean * r.count + EXCLUDED.p50_mean * EXCLUDED.count) / (r.count + EXCLUDED.count),
                         r.p50_mean, EXCLUDED.p50_mean),
     p99_max = GREATEST(r.p99_max, EXCLUDED.p99_max),
