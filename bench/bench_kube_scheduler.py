@@ -352,47 +352,72 @@ def delete_pods(api: Api) -> None:
 
 
 class BindWatch:
-    """A watch on the namespace's pods: when each bench pod was first seen with spec.nodeName."""
+    """A watch on the namespace's bench pods: when each was first seen with spec.nodeName. A broken
+    watch is re-established after a fresh list (what the list shows bound is timed at the list)."""
 
     def __init__(self, api: Api, names: set[str]) -> None:
-        listed = api.ok("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector={BENCH_LABEL}%3D1")
         self.api, self.names = api, names
         self.bound: dict[str, tuple[float, str]] = {}
-        self.rv = listed["metadata"]["resourceVersion"]
+        self.errors: list[str] = []
         self.done = threading.Event()
-        self.conn = http.client.HTTPSConnection("127.0.0.1", api.port, timeout=600, context=api.ctx)
-        self.conn.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?watch=1&labelSelector={BENCH_LABEL}%3D1"
-                                 f"&resourceVersion={self.rv}&allowWatchBookmarks=false",
-                          headers={"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"})
-        self.resp = self.conn.getresponse()
-        if self.resp.status != 200:
-            raise RuntimeError(f"watch: HTTP {self.resp.status}")
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.conn: http.client.HTTPSConnection | None = None
+        rv = self._list()
+        self.thread = threading.Thread(target=self._run, args=(rv,), daemon=True)
         self.thread.start()
 
-    def _run(self) -> None:
-        try:
-            while not self.done.is_set():
-                line = self.resp.readline()
-                if not line:
+    def _list(self) -> str:
+        listed = self.api.ok("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector={BENCH_LABEL}%3D1")
+        now = time.monotonic()
+        for obj in listed.get("items") or []:
+            self._seen(obj, now)
+        return str(listed["metadata"]["resourceVersion"])
+
+    def _seen(self, obj: dict[str, Any], now: float) -> None:
+        name = (obj.get("metadata") or {}).get("name", "")
+        node = (obj.get("spec") or {}).get("nodeName")
+        if node and name in self.names and name not in self.bound:
+            self.bound[name] = (now, node)
+            if len(self.bound) == len(self.names):
+                self.done.set()
+
+    def _run(self, rv: str) -> None:
+        while not self.done.is_set():
+            try:
+                self.conn = conn = http.client.HTTPSConnection("127.0.0.1", self.api.port, timeout=600,
+                                                               context=self.api.ctx)
+                conn.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?watch=1&labelSelector={BENCH_LABEL}%3D1"
+                                    f"&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=600",
+                             headers={"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"})
+                resp = conn.getresponse()
+                if resp.status != 200:
+                    raise RuntimeError(f"watch: HTTP {resp.status}")
+                while not self.done.is_set():
+                    line = resp.readline()
+                    if not line:
+                        break
+                    now = time.monotonic()
+                    event = orjson.loads(line)
+                    obj = event.get("object") or {}
+                    if event.get("type") == "ERROR":
+                        raise RuntimeError(f"watch error event: {str(obj)[:200]}")
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                    self._seen(obj, now)
+            except Exception as exc:
+                if self.done.is_set():
                     break
-                now = time.monotonic()
-                event = orjson.loads(line)
-                obj = event.get("object") or {}
-                name = (obj.get("metadata") or {}).get("name", "")
-                node = (obj.get("spec") or {}).get("nodeName")
-                if node and name in self.names and name not in self.bound:
-                    self.bound[name] = (now, node)
-                    if len(self.bound) == len(self.names):
-                        self.done.set()
-        except (OSError, ValueError, http.client.HTTPException):
-            pass
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                time.sleep(0.2)
+                try:
+                    rv = self._list()
+                except Exception as again:
+                    self.errors.append(f"relist: {type(again).__name__}: {again}")
 
     def close(self) -> None:
         self.done.set()
-        with contextlib.suppress(OSError, AttributeError):
-            self.conn.sock.shutdown(2)  # type: ignore[union-attr]
-        self.conn.close()
+        if self.conn is not None:
+            with contextlib.suppress(OSError, AttributeError):
+                self.conn.sock.shutdown(2)  # type: ignore[union-attr]
+            self.conn.close()
 
 
 # === metrics ===================================================================================
@@ -504,7 +529,8 @@ class Bench:
         env = {**os.environ, "KUBE_API_URL": f"https://127.0.0.1:{self.api.port}", "KUBE_TOKEN": TOKEN,
                "KUBE_CA_FILE": str(self.certs["ca"]), "NETAWARE_EXTENDER_SOURCE": "kubernetes",
                "NETAWARE_SCHEDULER_NAMES": NETAWARE, "LOG_LEVEL": "WARNING",
-               "NETAWARE_METRICS_TOKEN": METRICS_TOKEN}
+               "NETAWARE_METRICS_TOKEN": METRICS_TOKEN,
+               **dict(item.split("=", 1) for item in self.args.extender_env)}
         self.procs.start("extender", [sys.executable, "manage.py", "run_extender",
                                       "--bind", f"127.0.0.1:{self.extender_port}",
                                       "--health-bind", f"127.0.0.1:{self.health_port}",
@@ -555,7 +581,7 @@ class Bench:
         self.procs.stop(which)
         times = sorted(t for t, _ in watch.bound.values())
         result: dict[str, Any] = {
-            "scheduler": which, "pods": len(names), "bound": len(times),
+            "scheduler": which, "pods": len(names), "bound": len(times), "watch_errors": watch.errors[:5],
             "pods_per_s": round((len(times) - 1) / (times[-1] - times[0]), 1) if len(times) > 1 else 0.0,
             "first_bind_after_start_s": round(times[0] - started, 2) if times else None,
             "all_bound_after_start_s": round(ended - started, 2),
@@ -588,6 +614,7 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
     pods = throughput_pods(topology, appgroup_doc, args.pods, args.seed)
     bench = Bench(args)
     out: dict[str, Any] = {"nodes": args.nodes, "pods": args.pods, "reps": args.reps, "qps": args.qps or "default",
+                           "extender_env": args.extender_env,
                            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
                            "logs": str(bench.work)}
     runs: dict[str, list[dict[str, Any]]] = {DEFAULT: [], NETAWARE: []}
@@ -688,11 +715,17 @@ def main() -> None:
     parser.add_argument("--quality", action="store_true", help="the paper's experiment instead of throughput")
     parser.add_argument("--orders", type=int, default=10)
     parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--extender-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for the extender (repeatable), e.g. NETAWARE_EXTENDER_THREADS=64")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep-logs", action="store_true", help="keep the work folder (certificates, logs)")
     args = parser.parse_args()
+    # SIGTERM (timeout, kill): leave through the finally blocks that stop every process started here.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.reps < 1 or args.orders < 1:
         parser.error("--reps and --orders must be >= 1")
+    if any("=" not in item for item in args.extender_env):
+        parser.error("--extender-env: expected NAME=VALUE")
     binaries()
     import django
 
