@@ -255,7 +255,7 @@ def kubeconfig(work: Path, api: Api, ca: Path) -> Path:
 
 
 def scheduler_config(work: Path, which: str, kubeconfig_path: Path, extender_port: int, certs: dict[str, Path],
-                     qps: int) -> Path:
+                     qps: int, no_bind_verb: bool = False) -> Path:
     """The default scheduler's configuration, or the shipped one with addresses and paths changed."""
     connection: dict[str, Any] = {"kubeconfig": str(kubeconfig_path)}
     if qps:
@@ -269,6 +269,8 @@ def scheduler_config(work: Path, which: str, kubeconfig_path: Path, extender_por
         (extender,) = config["extenders"]
         # The shipped Service address resolves in-cluster only; serverName (what the certificate names) is kept.
         extender["urlPrefix"] = f"https://127.0.0.1:{extender_port}/scheduler"
+        if no_bind_verb:
+            extender.pop("bindVerb", None)
         extender["tlsConfig"].update(certFile=str(certs["sched_crt"]), keyFile=str(certs["sched_key"]),
                                      caFile=str(certs["ext_ca"]))
     config["clientConnection"] = connection
@@ -546,6 +548,11 @@ class Bench:
 
         wait_until("extender cache with every node", has_nodes, 120, self.procs, "extender")
 
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds used so far by each process this benchmark started (with its children)."""
+        return {name: _cluster.cpu_seconds(_cluster.process_tree(proc.pid))
+                for name, proc in self.procs.procs.items() if proc.poll() is None}
+
     def extender_metrics(self) -> str:
         return scrape(f"http://127.0.0.1:{self.health_port}/metrics", METRICS_TOKEN)
 
@@ -558,9 +565,11 @@ class Bench:
         if which == NETAWARE:  # a lease left by the previous run's process would delay the start by 15 s
             api.request("DELETE", "/apis/coordination.k8s.io/v1/namespaces/netaware-system/leases/netaware-scheduler")
         port = _cluster.free_port()
-        config = scheduler_config(self.work, which, self.kubeconfig, self.extender_port, self.certs, self.args.qps)
+        config = scheduler_config(self.work, which, self.kubeconfig, self.extender_port, self.certs, self.args.qps,
+                                  getattr(self.args, "no_bind_verb", False))
         ext_before = self.extender_metrics()
         load_before = os.getloadavg()[0]
+        cpu_before = self.cpu()
         started = time.monotonic()
         self.procs.start(which, [
             str(self.bins / "kube-scheduler"), f"--config={config}", f"--secure-port={port}", "--bind-address=127.0.0.1",
@@ -574,6 +583,8 @@ class Bench:
             if time.monotonic() > deadline:
                 break
         ended = time.monotonic()
+        cpu = {name: round((used - cpu_before.get(name, 0.0)) * 1000 / max(1, len(names)), 2)
+               for name, used in self.cpu().items()}
         watch.close()
         load_after = os.getloadavg()[0]
         metrics_text = scrape(f"https://127.0.0.1:{port}/metrics", TOKEN, insecure=True)
@@ -586,6 +597,7 @@ class Bench:
             "first_bind_after_start_s": round(times[0] - started, 2) if times else None,
             "all_bound_after_start_s": round(ended - started, 2),
             "load": [round(load_before, 2), round(load_after, 2)],
+            "cpu_ms_per_pod": cpu,
             "kube_scheduler": scheduler_histograms(metrics_text, which),
         }
         if which == NETAWARE:
@@ -614,7 +626,7 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
     pods = throughput_pods(topology, appgroup_doc, args.pods, args.seed)
     bench = Bench(args)
     out: dict[str, Any] = {"nodes": args.nodes, "pods": args.pods, "reps": args.reps, "qps": args.qps or "default",
-                           "extender_env": args.extender_env,
+                           "extender_env": args.extender_env, "no_bind_verb": args.no_bind_verb,
                            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
                            "logs": str(bench.work)}
     runs: dict[str, list[dict[str, Any]]] = {DEFAULT: [], NETAWARE: []}
@@ -715,6 +727,8 @@ def main() -> None:
     parser.add_argument("--quality", action="store_true", help="the paper's experiment instead of throughput")
     parser.add_argument("--orders", type=int, default=10)
     parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--no-bind-verb", action="store_true",
+                        help="experiment, not the shipped configuration: drop bindVerb (kube-scheduler binds itself)")
     parser.add_argument("--extender-env", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable for the extender (repeatable), e.g. NETAWARE_EXTENDER_THREADS=64")
     parser.add_argument("--json", action="store_true")
