@@ -463,7 +463,9 @@ def buckets(text: str, metric: str, match: dict[str, str]) -> dict[float, float]
 
 
 def quantiles(after: dict[float, float], before: dict[float, float] | None = None) -> dict[str, Any]:
-    """count, p50 and p99 in ms (linear within a bucket, as histogram_quantile) of after - before."""
+    """count, p50 and p99 in ms (linear within a bucket, as histogram_quantile) of after - before. A
+    quantile beyond the last finite bucket (kube-scheduler's extension points stop at 204.8 ms) is that
+    bucket's bound, flagged ``p<q>_above_top_bucket``."""
     bounds = sorted(after)
     counts = [after[b] - (before or {}).get(b, 0.0) for b in bounds]
     total = counts[-1] if counts else 0.0
@@ -478,7 +480,8 @@ def quantiles(after: dict[float, float], before: dict[float, float] | None = Non
         for bound, count in zip(bounds, counts, strict=True):
             if count >= rank:
                 if bound == float("inf"):
-                    value = prev_bound
+                    value = prev_bound  # beyond the histogram's last bucket: a lower bound only
+                    out[f"p{q}_above_top_bucket"] = True
                 else:
                     width = count - prev_count
                     value = prev_bound + (bound - prev_bound) * ((rank - prev_count) / width if width else 1.0)
