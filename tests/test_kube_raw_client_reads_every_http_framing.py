@@ -152,3 +152,12 @@ def test_a_server_that_never_answers_times_out_without_a_retry(scripted):
     with pytest.raises(TimeoutError):
         kube.post_json("/api/v1/namespaces/default/pods/p/binding", b"{}", timeout=0.3)
     assert server.connections == 0
+
+
+def test_a_list_of_many_megabytes_arrives_whole(scripted):
+    listed = orjson.dumps({"kind": "NodeList", "items": [{"metadata": {"name": f"node-{i:05d}", "labels": {
+        "topology.kubernetes.io/zone": f"z{i % 50}"}}} for i in range(60000)]})
+    assert len(listed) > 4 * 2**20
+    scripted([_reply("200 OK", listed)])
+    got = kube.get_json("/api/v1/nodes")
+    assert len(got["items"]) == 60000 and got["items"][-1]["metadata"]["name"] == "node-59999"
