@@ -223,9 +223,11 @@ def bind_pod(*, namespace: str, pod: str, node: str, uid: str | None = None) -> 
 
 # --- raw requests ---------------------------------------------------------------------------------
 # The hot paths (the extender's bind, informers) skip the generated client: its request building and
-# model (de)serialization cost more than the call itself. Same configuration, pool, TLS and token
+# model (de)serialization cost more than the call itself. Same configuration, TLS settings and token
 # (refreshed by the client's hook for in-cluster service accounts); errors raise ApiException as
-# the generated client does, so is_retryable/describe/status_of apply unchanged.
+# the generated client does, so is_retryable/describe/status_of apply unchanged. Watches (``stream``)
+# use the client's urllib3 pool; single requests (``_fast``: lists, pod reads, Bindings, Leases) a
+# bare kept-alive socket per thread (``_Conn``).
 
 
 def _raw(method: str, path: str, *, query: dict[str, str] | None = None, body: bytes | None = None,
