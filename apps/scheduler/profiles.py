@@ -50,6 +50,6 @@ def builtin_default_name() -> str:
 def builtin_documents() -> list[dict[str, Any]]:
     """The engine's built-in profiles as SchedulerProfile field values (for the data migration)."""
     return [
-        {**engine.profile_to_dict(profile), "is_default": name == engine.DEFAULT_PROFILE}
+        {**engine.profile_to_dict(profile, api_version=engine.V1ALPHA1), "is_default": name == engine.DEFAULT_PROFILE}
         for name, profile in engine.BUILTIN_PROFILES.items()
     ]
