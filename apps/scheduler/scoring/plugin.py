@@ -147,27 +147,29 @@ A = TypeVar("A")
 
 
 def _field_value(f: dataclasses.Field[Any], value: Any, path: str) -> Any:
+    """``value`` checked against the field's declaration; the message starts with the field's name
+    (the API lists messages under their path, a CLI prints them alone)."""
     meta = f.metadata
     kind = meta.get("kind")
     if kind == "bool":
         if not isinstance(value, bool):
-            raise ProfileError(path, f"must be true or false, got {value!r}")
+            raise ProfileError(path, f"{f.name}: must be true or false, got {value!r}")
         return value
     if kind == "choice":
         options: tuple[str, ...] = meta["options"]
         if value not in options:
-            raise ProfileError(path, f"must be one of {', '.join(options)}, got {str(value)[:40]!r}")
+            raise ProfileError(path, f"{f.name}: must be one of {', '.join(options)}, got {str(value)[:40]!r}")
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ProfileError(path, f"must be a number, got {value!r}")
+        raise ProfileError(path, f"{f.name}: must be a number, got {value!r}")
     out = float(value)
     if not math.isfinite(out):
-        raise ProfileError(path, f"must be a finite number, got {value}")
+        raise ProfileError(path, f"{f.name}: must be a finite number, got {value}")
     low, high = meta.get("low"), meta.get("high")
     if low is not None and out < low:
-        raise ProfileError(path, f"must be >= {low}, got {out}")
+        raise ProfileError(path, f"{f.name}: must be >= {low}, got {out}")
     if high is not None and out > high:
-        raise ProfileError(path, f"must be <= {high}, got {out}")
+        raise ProfileError(path, f"{f.name}: must be <= {high}, got {out}")
     return int(out) if kind == "int" else out
 
 

@@ -26,7 +26,7 @@ class ColdStartArgs:
     def check(self, path: str) -> None:
         if self.cold_start_spread <= self.cold_start_knee:
             raise ProfileError(f"{path}.cold_start_spread",
-                               f"must be > cold_start_knee ({self.cold_start_knee}), got {self.cold_start_spread}")
+                               f"cold_start_spread: must be > cold_start_knee ({self.cold_start_knee}), got {self.cold_start_spread}")
 
 
 def score_nodes(ctx: Context, args: ColdStartArgs) -> np.ndarray:
