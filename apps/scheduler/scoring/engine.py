@@ -187,7 +187,7 @@ def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
     """Apply the profile's filters. Unknown nodes pass (with a note); a pod in no AppGroup passes.
 
     With ``memo``, memoised per (state, pod, candidates, profile) in ``state.score_memo``, and the
-    survivors' context is kept for the prioritize call that follows (docs/scoring.md, "Per-pod memo")."""
+    survivors' context is kept for the prioritize call that follows (docs/scoring.md, "State indexes and the per-state score memo")."""
     parsed = profile.parsed if memo else validate_profile(profile)
     ctx = _context(state, pod, candidates, memo)
     key = ("filter", id(profile))
