@@ -266,6 +266,7 @@ def profile_to_dict(profile: Profile, *, api_version: str = V1) -> dict[str, Any
     """The profile's document in ``api_version`` (v1 by default)."""
     if api_version == V1ALPHA1:
         return {
+            "apiVersion": V1ALPHA1,
             "name": profile.name,
             "scorers": [{"name": n, "weight": w, "params": dict(p)} for n, w, p in profile.scorers],
             "filters": list(profile.filters),
