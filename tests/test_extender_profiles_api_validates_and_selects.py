@@ -148,3 +148,14 @@ def test_invalid_profile_documents_get_400_naming_the_document_field(client, ext
     errors = response.json()["errors"]
     assert list(errors) == [field], errors
     assert fragment in " ".join(errors[field])
+
+
+def test_the_admin_shows_a_stored_profile_as_its_v1_document(client, ext):
+    from django.contrib.auth import get_user_model
+
+    client.force_login(get_user_model().objects.create_superuser("admin", "admin@example.com", "pw"))
+    row = SchedulerProfile.objects.get(name="hybrid")
+    page = client.get(f"/admin/scheduler/schedulerprofile/{row.pk}/change/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "&quot;apiVersion&quot;: &quot;netaware.io/v1&quot;" in text and "&quot;plugins&quot;" in text
