@@ -108,7 +108,7 @@ class _Paths:
     def filter_args(self, i: int, name: str) -> str:
         return self.prefix + (f"plugins.filter[{i}].args" if self.version == V1 else f"params.{name}")
 
-    def field(self, name: str) -> str:
+    def top(self, name: str) -> str:
         return self.prefix + name
 
 
@@ -148,7 +148,7 @@ def validate_profile(profile: Profile, *, paths: _Paths | None = None) -> Parsed
     by default); returns each entry's plugin and typed arguments."""
     at = paths or _Paths(V1ALPHA1)
     if not profile.name:
-        raise ProfileError(at.field("name"), "is required")
+        raise ProfileError(at.top("name"), "is required")
     if not profile.scorers:
         raise ProfileError(at.scorers(), "a profile needs at least one scorer")
     scorers: list[tuple[Plugin[Any], float, Any]] = []
@@ -167,9 +167,9 @@ def validate_profile(profile: Profile, *, paths: _Paths | None = None) -> Parsed
     plugins = [_plugin(name, "filter", at.filter_name(i)) for i, name in enumerate(profile.filters)]
     for name, raw in profile.params.items():
         if name not in profile.filters:
-            raise ProfileError(at.field(f"params.{name}"), "parameters for a filter the profile does not use")
+            raise ProfileError(at.top(f"params.{name}"), "parameters for a filter the profile does not use")
         if not isinstance(raw, Mapping):
-            raise ProfileError(at.field(f"params.{name}"), "must be a mapping")
+            raise ProfileError(at.top(f"params.{name}"), "must be a mapping")
     filters = tuple((plugin, _args(plugin, profile.params.get(plugin.name, {}), at.filter_args(i, plugin.name)))
                     for i, plugin in enumerate(plugins))
     return ParsedProfile(tuple(scorers), filters)
@@ -190,10 +190,10 @@ def _version_of(data: Mapping[str, Any], prefix: str) -> str:
 def _from_v1alpha1(data: Mapping[str, Any], at: _Paths) -> Profile:
     name = data.get("name")
     if not isinstance(name, str) or not name:
-        raise ProfileError(at.field("name"), "is required")
+        raise ProfileError(at.top("name"), "is required")
     raw_scorers = data.get("scorers")
     if not isinstance(raw_scorers, list):
-        raise ProfileError(at.field("scorers"), "must be a list")
+        raise ProfileError(at.top("scorers"), "must be a list")
     scorers = []
     for i, raw in enumerate(raw_scorers):
         if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
@@ -201,16 +201,16 @@ def _from_v1alpha1(data: Mapping[str, Any], at: _Paths) -> Profile:
         scorers.append((raw["name"], raw.get("weight", 1.0), raw.get("params") or {}))
     filters = data.get("filters") or []
     if not isinstance(filters, list) or not all(isinstance(f, str) for f in filters):
-        raise ProfileError(at.field("filters"), "must be a list of filter names")
+        raise ProfileError(at.top("filters"), "must be a list of filter names")
     params = data.get("params") or {}
     if not isinstance(params, Mapping):
-        raise ProfileError(at.field("params"), "must be a mapping")
+        raise ProfileError(at.top("params"), "must be a mapping")
     return Profile(name, tuple(scorers), tuple(filters), dict(params))
 
 
 def _entries(plugins: Mapping[str, Any], point: str, at: _Paths) -> list[Mapping[str, Any]]:
     raw = plugins.get(point, [])
-    path = at.field(f"plugins.{point}")
+    path = at.top(f"plugins.{point}")
     if not isinstance(raw, list):
         raise ProfileError(path, "must be a list")
     for i, entry in enumerate(raw):
@@ -225,16 +225,16 @@ def _entries(plugins: Mapping[str, Any], point: str, at: _Paths) -> list[Mapping
 def _from_v1(data: Mapping[str, Any], at: _Paths) -> Profile:
     name = data.get("name")
     if not isinstance(name, str) or not name:
-        raise ProfileError(at.field("name"), "is required")
+        raise ProfileError(at.top("name"), "is required")
     unknown = sorted(set(data) - {"apiVersion", "kind", "name", "plugins"})
     if unknown:
-        raise ProfileError(at.field(unknown[0]), "unknown field (v1 has apiVersion, kind, name, plugins)")
+        raise ProfileError(at.top(unknown[0]), "unknown field (v1 has apiVersion, kind, name, plugins)")
     plugins = data.get("plugins")
     if not isinstance(plugins, Mapping):
-        raise ProfileError(at.field("plugins"), "must be a mapping with score (and filter) lists")
+        raise ProfileError(at.top("plugins"), "must be a mapping with score (and filter) lists")
     extra = sorted(set(plugins) - {"score", "filter"})
     if extra:
-        raise ProfileError(at.field(f"plugins.{extra[0]}"), "unknown extension point (known: filter, score)")
+        raise ProfileError(at.top(f"plugins.{extra[0]}"), "unknown extension point (known: filter, score)")
     score = _entries(plugins, "score", at)
     filters = _entries(plugins, "filter", at)
     seen: dict[str, int] = {}
