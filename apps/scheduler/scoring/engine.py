@@ -43,6 +43,7 @@ from .profile import (
     PROFILE_ANNOTATION,
     V1,
     V1ALPHA1,
+    ParsedProfile,
     Profile,
     choose_profile,
     convert_profile,
@@ -182,6 +183,43 @@ def to_extender_scores(total: np.ndarray) -> np.ndarray:
                    MAX_EXTENDER_PRIORITY).astype(np.int64)
 
 
+def _verdicts(ctx: Context, parsed: ParsedProfile) -> tuple[dict[str, str], dict[str, str]]:
+    """(failed, unresolvable) node -> reason from the profile's filter plugins, in order (a node keeps
+    the first reason). A steering plugin's rejections count only if some node survives them; a node
+    unknown to the topology and the cluster is never rejected."""
+    failed: dict[str, str] = {}
+    unresolvable: dict[str, str] = {}
+    steering: dict[str, str] = {}
+    for plugin, args in parsed.filters:
+        assert plugin.filter is not None  # validate_profile: a filter entry names a filter plugin
+        soft, hard = plugin.filter(ctx, args)
+        # hard topology mode (the profile's or the AppGroup's): a real filter
+        required = plugin.hard_mode is not None and plugin.hard_mode(ctx, args)
+        target = steering if plugin.steering and not required else (
+            unresolvable if plugin.unresolvable else failed)
+        for node, reason in {**soft, **hard}.items():
+            if node not in failed and node not in unresolvable:
+                target[node] = reason
+    if steering:
+        # A steering filter only narrows: if it would leave no node, it is ignored.
+        if any(n not in steering and n not in failed and n not in unresolvable for n in ctx.candidates):
+            for node, reason in steering.items():
+                if node not in failed and node not in unresolvable:
+                    unresolvable[node] = reason
+        else:
+            ctx.notes.append("placement plan: no node in its zone passes the other filters; "
+                             "falling back to every candidate")
+            if ctx.plan_info is not None:
+                ctx.plan_info["followed"] = False
+    if failed or unresolvable:
+        known = ctx.known
+        for i, node in enumerate(ctx.candidates):
+            if not known[i]:
+                failed.pop(node, None)
+                unresolvable.pop(node, None)
+    return failed, unresolvable
+
+
 def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], profile: Profile, *,
                 memo: bool = True) -> FilterOutcome:
     """Apply the profile's filters. Unknown nodes pass (with a note); a pod in no AppGroup passes.
@@ -195,38 +233,7 @@ def run_filters(state: ClusterState, pod: PodInfo, candidates: Sequence[str], pr
     if hit is not None and hit[0] is profile:
         out: FilterOutcome = hit[1]
         return FilterOutcome(out.passed, dict(out.failed), dict(out.unresolvable), out.workload, out.notes, out.plan)
-    failed: dict[str, str] = {}
-    unresolvable: dict[str, str] = {}
-    if ctx.ref is not None:
-        known = ctx.known
-        steering: dict[str, str] = {}
-        for plugin, args in parsed.filters:
-            assert plugin.filter is not None  # validate_profile: a filter entry names a filter plugin
-            soft, hard = plugin.filter(ctx, args)
-            # hard topology mode (the profile's or the AppGroup's): a real filter
-            required = plugin.hard_mode is not None and plugin.hard_mode(ctx, args)
-            target = steering if plugin.steering and not required else (
-                unresolvable if plugin.unresolvable else failed)
-            for node, reason in {**soft, **hard}.items():
-                if node not in failed and node not in unresolvable:
-                    target[node] = reason
-        if steering:
-            # A steering filter only narrows: if it would leave no node, it is ignored.
-            if any(n not in steering and n not in failed and n not in unresolvable for n in ctx.candidates):
-                for node, reason in steering.items():
-                    if node not in failed and node not in unresolvable:
-                        unresolvable[node] = reason
-            else:
-                ctx.notes.append("placement plan: no node in its zone passes the other filters; "
-                                 "falling back to every candidate")
-                if ctx.plan_info is not None:
-                    ctx.plan_info["followed"] = False
-        # Never reject a node we know nothing about.
-        if failed or unresolvable:
-            for i, node in enumerate(ctx.candidates):
-                if not known[i]:
-                    failed.pop(node, None)
-                    unresolvable.pop(node, None)
+    failed, unresolvable = _verdicts(ctx, parsed) if ctx.ref is not None else ({}, {})
     if failed or unresolvable:
         keep = np.fromiter((n not in failed and n not in unresolvable for n in ctx.candidates), dtype=bool,
                            count=len(ctx.candidates))
