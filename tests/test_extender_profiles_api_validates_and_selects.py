@@ -103,7 +103,7 @@ def test_scheduler_endpoints_are_in_the_schema(client):
     assert {p["name"] for p in paths["/api/scheduler/diagnose"]["get"]["parameters"]} >= {"pod", "labels", "profile"}
 
 
-def test_a_v1_profile_document_is_accepted_and_every_answer_carries_one(client, ext):
+def test_a_v1_profile_document_is_accepted_and_every_answer_carries_one(client, db):
     body = {
         "apiVersion": "netaware.io/v1", "kind": "SchedulingProfile", "name": "zoned",
         "description": "hard zones", "is_default": False,
@@ -135,7 +135,7 @@ def test_a_v1_profile_document_is_accepted_and_every_answer_carries_one(client, 
         ({"apiVersion": "netaware.io/v9", "plugins": {}}, "apiVersion", "unknown version"),
     ],
 )
-def test_invalid_profile_documents_get_400_naming_the_document_field(client, ext, document, field, fragment):
+def test_invalid_profile_documents_get_400_naming_the_document_field(client, db, document, field, fragment):
     body = {"apiVersion": "netaware.io/v1", "kind": "SchedulingProfile", "name": "mine", **document}
     response = client.post("/api/scheduler/profiles/", body, content_type="application/json")
     assert response.status_code == 400, response.content
@@ -144,7 +144,7 @@ def test_invalid_profile_documents_get_400_naming_the_document_field(client, ext
     assert fragment in " ".join(errors[field])
 
 
-def test_the_admin_shows_a_stored_profile_as_its_v1_document(client, ext):
+def test_the_admin_shows_a_stored_profile_as_its_v1_document(client, db):
     from django.contrib.auth import get_user_model
 
     client.force_login(get_user_model().objects.create_superuser("admin", "admin@example.com", "pw"))
