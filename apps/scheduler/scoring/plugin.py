@@ -179,6 +179,8 @@ def parse_args(args_type: type[A], raw: Mapping[str, Any], path: str) -> A:
     Cross-field rules live in the type's ``check(path)`` (raises ProfileError)."""
     if not isinstance(raw, Mapping):
         raise ProfileError(path, "must be a mapping")
+    if not raw:  # the common case: every default (valid by construction, cross-field rules included)
+        return args_type()
     declared = dataclasses.fields(args_type)  # type: ignore[arg-type]
     values = {f.name: _field_value(f, raw[f.name], f"{path}.{f.name}") for f in declared if f.name in raw}
     unknown = sorted(set(raw) - {f.name for f in declared})

@@ -118,7 +118,7 @@ def _names(point: str) -> str:
 
 def _plugin(name: Any, point: str, path: str) -> Plugin[Any]:
     plugin = REGISTRY.get(name) if isinstance(name, str) else None
-    if plugin is None or point not in plugin.extension_points:
+    if plugin is None or (plugin.score if point == "score" else plugin.filter) is None:
         what = "scorer" if point == "score" else "filter"
         raise ProfileError(path, f"unknown {what} {name!r} (known: {_names(point)})")
     return plugin
