@@ -111,15 +111,17 @@ def network_terms(state: ClusterState, ref: WorkloadRef) -> tuple[tuple[Term, ..
             notes.append(f"{workload}: pods on {', '.join(placed.missing)} left out (node not in the topology)")
         return placed
 
+    # A term weighs its caller's importance times the edge's weight (1 unless the AppGroup gives one).
     w = ref.workload.weight
     for dep in ref.workload.dependencies:
         pos = positions(dep.target)
         if pos.positions.size:
-            terms.append(Term(dep.target, False, w, dep.sensitivity, pos.positions, pos.counts))
+            terms.append(Term(dep.target, False, w * dep.weight, dep.sensitivity, pos.positions, pos.counts))
     for dependent, dep in ref.group.dependents_of(ref.workload.name):
         pos = positions(dependent.name)
         if pos.positions.size:
-            terms.append(Term(dependent.name, True, dependent.weight, dep.sensitivity, pos.positions, pos.counts))
+            terms.append(Term(dependent.name, True, dependent.weight * dep.weight, dep.sensitivity, pos.positions,
+                              pos.counts))
     return tuple(terms), tuple(notes)
 
 
@@ -238,16 +240,16 @@ def naive_network_score(state: ClusterState, ref: WorkloadRef, node: str, *,
             continue
         inter = sum(compute_score(topology, node, t, dep.sensitivity, same_node_score=same_node_score,
                                   extrema=ext) for t in nodes)
-        total_score += w * inter / len(nodes)
-        total_weight += w
+        total_score += w * dep.weight * inter / len(nodes)
+        total_weight += w * dep.weight
     for dependent, dep in ref.group.dependents_of(ref.workload.name):
         nodes = [n for n in placed_nodes(state, ref.group, dependent.name) if n in topology.index]
         if not nodes:
             continue
         inter = sum(compute_score(topology, t, node, dep.sensitivity, same_node_score=same_node_score,
                                   extrema=ext) for t in nodes)
-        total_score += dependent.weight * inter / len(nodes)
-        total_weight += dependent.weight
+        total_score += dependent.weight * dep.weight * inter / len(nodes)
+        total_weight += dependent.weight * dep.weight
     if total_weight <= 0:
         return None
     return MAX_NODE_SCORE * total_score / total_weight
