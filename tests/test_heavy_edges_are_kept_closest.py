@@ -96,3 +96,18 @@ def test_scaling_every_weight_changes_neither_plans_nor_scores():
     assert plans[0].zones == plans[1].zones and plans[0].value == pytest.approx(plans[1].value)
     placed = bind(bind(bind(state, _pod(base, "x"), "a1"), _pod(base, "y"), "b1"), _pod(base, "hub"), "c1")
     assert network_metrics(placed, [base]).average == pytest.approx(network_metrics(placed, [scaled]).average)
+
+
+def test_evaluation_with_learned_weights_on_a_shipped_scenario_reports_the_score():
+    from apps.scheduler.evaluation.learned import compare
+    from apps.scheduler.evaluation.report import load_inputs
+
+    scenario, groups = load_inputs("scenarios/metro-two-tenants.yaml", "scenarios/two-tenants-appgroups.yaml")
+    weighted = compare(scenario, groups, profile="network", seeds=range(5))
+    unweighted = compare(scenario, groups, profile="network", seeds=range(5), edge_weights=False)
+    learned = {d.weight for g in weighted.learned.groups for w in g.workloads for d in w.dependencies}
+    assert len(learned) > 1 and 1.0 in learned  # traffic tells edges apart; the median edge weighs 1
+    assert {d.weight for g in unweighted.learned.groups for w in g.workloads for d in w.dependencies} == {1.0}
+    for result in (weighted, unweighted):
+        assert len(result.runs) == 5 and 0 < result.learned_mean <= 100 + 1e-9
+        assert result.ratio >= 0.98, (result.true_mean, result.learned_mean)
