@@ -29,7 +29,7 @@ export NETAWARE_FAIL_ON_SKIP="${NETAWARE_FAIL_ON_SKIP:-1}"
 
 say "ruff"
 "$VENV/bin/ruff" check .
-say "mypy (pure modules)"
+say "mypy (every product module; strict on the pure modules)"
 "$VENV/bin/mypy"
 say "import contracts (imports point one way; pure modules framework-free)"
 "$VENV/bin/lint-imports"
