@@ -11,7 +11,7 @@ dependencies are read-only on their own pages: a row alone cannot be judged with
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin
@@ -19,6 +19,10 @@ from django.forms.models import BaseInlineFormSet, construct_instance
 
 from . import documents, services
 from .models import AppGroup, AppGroupTombstone, Dependency, Placement, Workload
+
+if TYPE_CHECKING:
+    from django.db.models import Model
+    from django.http import HttpRequest
 
 
 class _ValuesOnly(forms.ModelForm):
@@ -153,7 +157,7 @@ class _PageFormSet(BaseInlineFormSet):
     def __init__(self, *args: Any, page: _Page | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.page = page or _Page()
-        self.page.formsets[self.prefix] = self
+        self.page.formsets[self.prefix] = self  # type: ignore[index]  # set by BaseFormSet.__init__
 
     def validate_unique(self) -> None:
         """Duplicate workloads and dependencies are the document validator's to name."""
@@ -331,8 +335,8 @@ class AppGroupTombstoneAdmin(admin.ModelAdmin):
     search_fields = ("namespace", "name", "resource_uid")
     readonly_fields = ("namespace", "name", "resource_uid", "resource_version", "deleted_at")
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
