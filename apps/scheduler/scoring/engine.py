@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from itertools import compress
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -708,7 +708,7 @@ def _known_mask(state: ClusterState, names: tuple[str, ...], positions: np.ndarr
         return known
     nodes, usage = state.nodes, state.usage
     in_state = np.fromiter((n in nodes or n in usage for n in names), dtype=bool, count=len(names))
-    return known | in_state
+    return cast(np.ndarray, known | in_state)
 
 
 def _readonly(arr: np.ndarray) -> np.ndarray:

@@ -85,5 +85,5 @@ class Command(BaseCommand):
             EXTENDER_APP,
             address=host, port=port, interface=Interfaces.WSGI, workers=1,
             blocking_threads=options["threads"], respawn_failed_workers=True, log_access=False,
-            backlog=1024, **tls,  # type: ignore[arg-type]
+            backlog=1024, **tls,
         ).serve()
