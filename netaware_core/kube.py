@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import quote, urlencode, urlsplit
 
 import orjson
@@ -213,7 +213,8 @@ def bind_pod(*, namespace: str, pod: str, node: str, uid: str | None = None) -> 
         metadata=k8s.V1ObjectMeta(name=pod, namespace=namespace, uid=uid),
         target=k8s.V1ObjectReference(api_version="v1", kind="Node", name=node),
     )
-    resp = core_v1().create_namespaced_pod_binding(pod, namespace, body, _preload_content=False)
+    # _preload_content=False: the raw urllib3 response, not the model the stubs describe
+    resp = cast(urllib3.HTTPResponse, core_v1().create_namespaced_pod_binding(pod, namespace, body, _preload_content=False))
     try:
         resp.read()
     finally:
@@ -316,10 +317,10 @@ def _fast(method: str, path: str, *, query: dict[str, str] | None = None, body: 
                     raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
                 raise
     if not 200 <= resp.status < 300:
-        exc = ApiException(status=resp.status, reason=resp.reason)
-        exc.body = data.decode("utf-8", "replace")
-        exc.headers = dict(resp.getheaders())
-        raise exc
+        error = ApiException(status=resp.status, reason=resp.reason)
+        error.body = data.decode("utf-8", "replace")
+        error.headers = dict(resp.getheaders())
+        raise error
     return data
 
 
