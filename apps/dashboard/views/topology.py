@@ -37,7 +37,7 @@ def heatmap_data(request):  # type: ignore[no-untyped-def]
         return error_response("No NetworkTopology yet: the pipeline has not stored a snapshot (it rebuilds every "
                               "60 s), or POST one to /api/topology/import.", status=404)
     snapshot = current_snapshot()
-    fresh = selectors.freshness(snapshot)  # type: ignore[arg-type]
+    fresh = selectors.freshness(snapshot)
     return data_response(request, etag + ("s" if fresh["stale"] else ""), {**data, **fresh})
 
 
