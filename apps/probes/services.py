@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psycopg.errors
@@ -30,6 +30,9 @@ from . import signals
 from .models import NodeRollup, NodeSample, PairLatest, PairRollup, PairSample, PullWatermark, WindowDigest
 from .prometheus import PrometheusClient, Window, align_down, windows_between
 from .queries import NodeQuery, PairQuery, PullQueries, QueriesFileError, configured_queries
+
+if TYPE_CHECKING:
+    from django.db.backends.utils import CursorWrapper
 
 logger = logging.getLogger(__name__)
 
@@ -654,7 +657,7 @@ _MERGE = (
 )
 
 
-def _roll_up(cursor, source: str, where: str, params: list[Any]) -> tuple[int, int, int]:  # type: ignore[no-untyped-def]
+def _roll_up(cursor: CursorWrapper, source: str, where: str, params: list[Any]) -> tuple[int, int, int]:
     """Merge the rows of ``source`` (a raw table or one partition) matching ``where`` into the roll-ups."""
     if source.startswith(PAIR_TABLE):
         cursor.execute(
