@@ -48,7 +48,8 @@ _lock = threading.Lock()
 class _TimeoutApiClient(k8s.ApiClient):
     """ApiClient that fills in ``_request_timeout`` when a caller forgot it."""
 
-    def call_api(self, method, url, header_params=None, body=None, post_params=None, _request_timeout=None):  # type: ignore[no-untyped-def]
+    def call_api(self, method: str, url: str, header_params: Any = None, body: Any = None, post_params: Any = None,
+                 _request_timeout: Any = None) -> Any:
         return super().call_api(
             method,
             url,
