@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.contrib import admin
 
 from . import services
 from .models import Decision, ObservedPod, SchedulerProfile
+
+if TYPE_CHECKING:
+    from django.db.models import Model
+    from django.http import HttpRequest
 
 
 @admin.register(SchedulerProfile)
@@ -13,18 +19,18 @@ class SchedulerProfileAdmin(admin.ModelAdmin):
     list_display = ("name", "is_default", "description", "updated")
     search_fields = ("name", "description")
 
-    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+    def save_model(self, request: HttpRequest, obj: SchedulerProfile, form: Any, change: bool) -> None:
         services.save_profile(profile=obj)
 
-    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+    def delete_model(self, request: HttpRequest, obj: SchedulerProfile) -> None:
         services.delete_profile(profile=obj)
 
 
 class _ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 

@@ -51,7 +51,7 @@ class DecisionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             qs = qs.defer("breakdown")
         return qs
 
-    def get_serializer_class(self):  # type: ignore[no-untyped-def]
+    def get_serializer_class(self) -> type[DecisionSerializer]:
         return DecisionDetailSerializer if self.action == "retrieve" else DecisionSerializer
 
 
