@@ -167,11 +167,13 @@ def test_edge_weights_are_traffic_over_the_median_edge_and_travel_in_the_documen
     weights = {(e.source, e.target): w for e, w in learning.edge_weights(states).items()}
     call = 1 + 200 / 4096
     median = (2 * call + 5 * call) / 2  # four edges: mean of the middle two (cart->redis, frontend->cart)
-    assert weights == {("frontend", "cart"): round(5 * call / median, 1), ("cart", "redis"): round(2 * call / median, 1),
-                       ("frontend", "ad"): round(call / median, 1), ("frontend", "stream"): round(8 / median, 1)}
+    exact = {("frontend", "cart"): 5 * call / median, ("cart", "redis"): 2 * call / median,
+             ("frontend", "ad"): call / median, ("frontend", "stream"): 8 / median}
+    assert weights == pytest.approx(exact, rel=0.05)
+    assert all(f"{w:.2g}" == f"{w:g}" for w in weights.values())  # two significant digits: noise does not show
     assert weights[("frontend", "stream")] > weights[("frontend", "cart")] > weights[("frontend", "ad")]
     odd = learning.edge_weights(states[:3])
-    assert sorted(odd.values()) == [0.5, 1.0, 2.5]  # the median edge exactly 1
+    assert sorted(odd.values()) == [0.5, 1.0, 2.5]  # the median edge exactly 1, two significant digits
     spec = learning.applications(states[:3], {})[0].spec
     assert spec.workload("frontend").dependencies[1].weight == 2.5  # frontend -> cart (sorted: ad, cart)
     doc = documents.document_from_spec(spec)

@@ -28,7 +28,8 @@
 5. **Edge weights** (:func:`edge_weights`). An edge's traffic is ``requests/s + bytes/s / 4 KiB`` (both
    directions; a TCP stream without requests counts one call per 4 KiB, the chatty-call size of rule 4),
    divided by the median traffic of the application's edges, so the median edge weighs 1 and the
-   scorers' unweighted score is the learned one's scale; rounded to 0.1, at least 0.1.
+   scorers' unweighted score is the learned one's scale; rounded to two significant digits (a few percent
+   of noise does not rewrite the AppGroup, whatever the edge's size), at least 0.01.
 """
 
 from __future__ import annotations
@@ -351,7 +352,7 @@ def edge_traffic(state: EdgeState) -> float:
 
 
 def edge_weights(edges: Sequence[EdgeState]) -> dict[Edge, float]:
-    """Each edge's traffic over the median edge's (rule 5): the median edge 1, rounded to 0.1, >= 0.1."""
+    """Each edge's traffic over the median edge's (rule 5): the median edge 1, two significant digits, >= 0.01."""
     traffic = {st.edge: edge_traffic(st) for st in edges}
     ordered = sorted(traffic.values())
     if not ordered:
@@ -360,7 +361,7 @@ def edge_weights(edges: Sequence[EdgeState]) -> dict[Edge, float]:
     median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
     if median <= 0:
         return {edge: 1.0 for edge in traffic}
-    return {edge: max(0.1, round(value / median, 1)) for edge, value in traffic.items()}
+    return {edge: max(0.01, float(f"{value / median:.2g}")) for edge, value in traffic.items()}
 
 
 def build_spec(*, namespace: str, name: str, workloads: Sequence[WorkloadIdentity],
