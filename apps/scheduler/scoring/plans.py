@@ -246,9 +246,10 @@ def _problem(state: ClusterState, group: AppGroupSpec, objective: str,
     for w in workloads:
         for dep in w.dependencies:
             if dep.target in wi and dep.target != w.name:
-                raw.append((wi[w.name], wi[dep.target], dep, w.weight))
-                total_w[wi[w.name]] += w.weight
-                total_w[wi[dep.target]] += w.weight
+                weight = w.weight * dep.weight  # the caller's importance times the edge's weight, as Score
+                raw.append((wi[w.name], wi[dep.target], dep, weight))
+                total_w[wi[w.name]] += weight
+                total_w[wi[dep.target]] += weight
     importance = np.array([w.weight for w in workloads], dtype=np.float64)
     imp_sum = float(importance[total_w > 0].sum()) or 1.0
     costs = _zone_costs(state, zones) if objective == "network-cost" or any(
