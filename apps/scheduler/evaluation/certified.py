@@ -31,7 +31,6 @@ bound is always within 0..100.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import resource
 import time
 from collections.abc import Mapping, Sequence
@@ -322,7 +321,7 @@ def _solve_bins(model: _Model, time_limit: float) -> dict[str, Any]:
                            "rows": len(rows)}
     if result.x is not None:
         out["counts"] = np.rint(result.x[x.ravel()]).reshape(nw, nb)
-        out["nodes"] = {key: int(round(result.x[col])) for key, col in z.items() if result.x[col] > 0.5}
+        out["nodes"] = {key: round(result.x[col]) for key, col in z.items() if result.x[col] > 0.5}
         out["value"] = -float(result.fun)
     dual = getattr(result, "mip_dual_bound", None)
     if result.status == 0 and result.x is not None:
@@ -341,7 +340,7 @@ def _child(conn: Any, model: _Model, time_limit: float, memory_limit: int | None
         conn.send(("ok", _solve_bins(model, time_limit)))
     except MemoryError:
         conn.send(("memory", "the solver ran out of its memory limit"))
-    except Exception as exc:  # noqa: BLE001 - reported as one line to the parent, never a traceback
+    except Exception as exc:  # reported to the parent as one line, never a traceback
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         kind = "memory" if "bad_alloc" in message or "memory" in message.lower() else "error"
         conn.send((kind, message))
