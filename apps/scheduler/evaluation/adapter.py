@@ -39,11 +39,13 @@ def topology_for_scenario(scenario: Scenario) -> Topology:
 
 
 def cluster_nodes(scenario: Scenario) -> dict[str, NodeResources]:
-    """Empty nodes with the scenario's capacity (nothing requested yet)."""
+    """The scenario's nodes with their capacity; requested = the pods already running there."""
     return {
         node.name: NodeResources(
             name=node.name, zone=node.zone, region=node.region,
             allocatable_cpu_millicores=node.cpu_millicores, allocatable_memory_bytes=node.memory_bytes,
+            requested_cpu_millicores=node.existing_cpu_millicores,
+            requested_memory_bytes=node.existing_memory_bytes, pod_count=node.existing_pods,
             labels=dict(node.labels),
         )
         for node in scenario.nodes

@@ -224,7 +224,8 @@ def build_model(state: ClusterState, groups: Sequence[AppGroupSpec]) -> _Model:
                   slots, scores, uniform, same_node, free_nodes, node_fit, offsets[:-1])
 
 
-def _solve_bins(model: _Model, time_limit: float) -> dict[str, Any]:
+def _solve_bins(model: _Model, time_limit: float, *, node_level: bool = True,
+                fixed: np.ndarray | None = None, node_limit: int | None = None) -> dict[str, Any]:
     """The bin MILP (see the module docstring); returns counts (W, B), objective, dual bound, status."""
     nw, nb = len(model.names), len(model.bins)
     rows = Rows()
@@ -242,9 +243,19 @@ def _solve_bins(model: _Model, time_limit: float) -> dict[str, Any]:
     x = new(nw * nb, model.slots.ravel(), True).reshape(nw, nb)
     for w in range(nw):
         rows.add(((int(x[w, b]), 1.0) for b in range(nb)), model.replicas[w], model.replicas[w])
+    if fixed is not None:  # bin counts given (the node stage): x fixed
+        for w in range(nw):
+            for b in range(nb):
+                rows.add([(int(x[w, b]), 1.0)], float(fixed[w, b]), float(fixed[w, b]))
+    if not node_level:
+        for k in range(3):
+            for b in range(nb):
+                entries = [(int(x[w, b]), float(model.demand[w, k])) for w in range(nw) if model.demand[w, k]]
+                if entries:
+                    rows.add(entries, -np.inf, float(model.free[b, k]))
     # Node level: z[w, n] pods of w on node n (bins split into their nodes), node capacity exact.
     z: dict[tuple[int, int], int] = {}
-    for b, members in enumerate(model.bins):
+    for b, members in enumerate(model.bins if node_level else ()):
         fit = model.node_fit[b]  # (W, nodes of b)
         for w in range(nw):
             entries = []
@@ -261,7 +272,7 @@ def _solve_bins(model: _Model, time_limit: float) -> dict[str, Any]:
                 if entries:
                     rows.add(entries, -np.inf, float(model.node_free[b][k, r]))
     # Same-node pairs score the same-node score, not the bin's link: p[e, n] >= pod pairs of e on n.
-    for u, d, sens, coef in model.edges:
+    for u, d, sens, coef in model.edges if node_level else ():
         for b, members in enumerate(model.bins):
             if len(members) < 2:
                 continue  # one node: its bin score already is the same-node score
@@ -316,7 +327,8 @@ def _solve_bins(model: _Model, time_limit: float) -> dict[str, Any]:
     n = len(cols_c)
     result = milp(np.array(cols_c), constraints=rows.constraint(n), integrality=np.array(integer),
                   bounds=Bounds(np.zeros(n), np.array(upper)),
-                  options={"time_limit": max(time_limit, 0.01), "mip_rel_gap": 1e-7, "disp": False})
+                  options={"time_limit": max(time_limit, 0.01), "mip_rel_gap": 1e-7, "disp": False,
+                           **({"node_limit": int(node_limit)} if node_limit is not None else {})})
     out: dict[str, Any] = {"status": int(result.status), "message": str(result.message), "columns": n,
                            "rows": len(rows)}
     if result.x is not None:

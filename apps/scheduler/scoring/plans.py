@@ -17,8 +17,8 @@ fits. Pairs of zones that break a dependency's max network cost or min bandwidth
 zone-use indicators. A greedy placement improved by moves and swaps (local search, several
 starts) always answers; the MILP replaces it when it proves a better optimum in the time left;
 then each used zone's pods are placed on its nodes the same way (``_refine_zone``). The budget
-is CPU time of the computing thread (``_Deadline``), so the same state gives the same plan
-whatever else the machine runs.
+counts work (array elements touched, ``_Deadline``), not time, so the same state gives the same plan
+on any machine under any load; wall time is only a safety net, reported in the plan when it cuts.
 """
 
 from __future__ import annotations
@@ -58,6 +58,12 @@ ZONE_SAMPLE = 8
 # The MILP is tried only up to this many transportation variables (edges x zones²): beyond it HiGHS
 # rarely finishes within 50 ms on one core, and its time is better spent placing pods on nodes.
 MAX_MILP_PAIR_VARS = 400
+# The budget grows with the model (workloads x zones) beyond this size, up to MAX_ADAPTED_BUDGET_S:
+# a 100-workload, 12-zone joint plan needs ~10x the work of a 10-workload one to converge (issue 20).
+PLAN_SIZE_REFERENCE = 120
+MAX_ADAPTED_BUDGET_S = 2.0
+# Without a wall-time safety net (the evaluation harness) the MILP still stops here.
+MILP_WALL_CAP_S = 10.0
 # Placing a pod is worth more than any network score (objective units: 0..100 per AppGroup).
 PLACE_BONUS = 1_000.0
 
@@ -292,7 +298,17 @@ def _value(problem: _Problem, t: np.ndarray) -> float:
 
 # ------------------------------------------------------------------------------------------- MILP
 
-def _solve_milp(problem: _Problem, time_limit: float) -> np.ndarray | None:
+def adapted_budget(budget_s: float, workloads: int, zones: int) -> float:
+    """The work budget (nominal seconds) for a model of ``workloads`` x ``zones``: the configured
+    one, scaled up for models larger than PLAN_SIZE_REFERENCE, never above MAX_ADAPTED_BUDGET_S
+    (nor below what was configured)."""
+    scaled = budget_s * max(1.0, workloads * zones / PLAN_SIZE_REFERENCE)
+    return max(budget_s, min(scaled, MAX_ADAPTED_BUDGET_S))
+
+
+def _solve_milp(problem: _Problem, time_limit: float) -> tuple[np.ndarray | None, bool]:
+    """The zone MILP's proven optimum (None if not proven within ``time_limit``), and whether the
+    time limit (the wall-time safety net) stopped it."""
     nw, nz = problem.placed.shape
     ne = len(problem.edges)
     use_b = bool(problem.forbidden)
@@ -337,30 +353,61 @@ def _solve_milp(problem: _Problem, time_limit: float) -> np.ndarray | None:
                   bounds=Bounds(np.zeros(n), upper),
                   options={"time_limit": max(time_limit, 1e-3), "mip_rel_gap": 1e-4, "disp": False})
     if result.x is None or result.status != 0:  # only a proven optimum: a time-limited incumbent varies run to run
-        return None
-    return np.rint(result.x[:n_x]).reshape(nw, nz)
+        return None, result.status == 1
+    return np.rint(result.x[:n_x]).reshape(nw, nz), False
 
 
 # -------------------------------------------------------------------------------------- heuristic
 
-# The budget counts the computing thread's CPU time, so a plan does not depend on what else the
-# machine runs (the same state gives the same plan); wall time is capped at WALL_SLACK x the budget.
+# The budget counts *work*, not time: every step of the heuristics charges the array elements it
+# touches (plus a fixed overhead per numpy call), so the same state gives the same plan on any machine
+# under any load (issue 20). ``WORK_PER_SECOND`` converts the configured budget (seconds, as before)
+# into work units: measured on the 2-core development machine (docs/benchmarks.md, "Placement plans"),
+# so a plan takes about its budget there. Wall time is only a safety net (WALL_SLACK x the budget):
+# when it cuts a plan short the plan says so in its diagnosis, as it may then differ between machines.
 WALL_SLACK = 4.0
+WORK_PER_SECOND = 2.0e7
+CALL_OVERHEAD = 400.0  # work units charged per numpy call (~20 µs)
 
 
 class _Deadline:
-    __slots__ = ("cpu", "slack", "wall")
+    """A work budget (units, see WORK_PER_SECOND) with a wall-time safety net. A child budget charges
+    its parent too, so a plan's stages share one total."""
 
-    def __init__(self, seconds: float, slack: float = WALL_SLACK) -> None:
-        self.cpu = time.thread_time() + seconds
-        self.slack = slack  # math.inf: CPU time only (the evaluation harness: results independent of load)
-        self.wall = time.perf_counter() + seconds * slack
+    __slots__ = ("left", "parent", "wall", "wall_hit")
+
+    def __init__(self, seconds: float, slack: float = WALL_SLACK, *, parent: _Deadline | None = None) -> None:
+        self.left = seconds * WORK_PER_SECOND
+        self.parent = parent
+        self.wall = time.perf_counter() + seconds * slack if slack != float("inf") else float("inf")
+        self.wall_hit = False
+
+    def child(self, fraction_of_left: float, slack: float = WALL_SLACK) -> _Deadline:
+        sub = _Deadline(max(self.left, 0.0) * fraction_of_left / WORK_PER_SECOND, slack, parent=self)
+        sub.wall = min(sub.wall, self.wall)
+        return sub
+
+    def spend(self, units: float) -> None:
+        self.left -= units
+        if self.parent is not None:
+            self.parent.spend(units)
 
     def expired(self) -> bool:
-        return time.thread_time() >= self.cpu or time.perf_counter() >= self.wall
+        if self.left <= 0:
+            return True
+        if time.perf_counter() >= self.wall:
+            self._hit()
+            return True
+        return False
+
+    def _hit(self) -> None:
+        self.wall_hit = True
+        if self.parent is not None:
+            self.parent._hit()
 
     def remaining(self) -> float:
-        return max(0.0, min(self.cpu - time.thread_time(), (self.wall - time.perf_counter()) / self.slack))
+        """Work left, in seconds of the nominal rate."""
+        return max(0.0, self.left) / WORK_PER_SECOND
 
 
 def _gain(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
@@ -388,10 +435,13 @@ def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None, deadlin
     x = np.zeros((nw, nz))
     free = problem.zones.free.copy()
     connected = problem.weighted.sum(axis=(0, 2)) if problem.edges else np.zeros(nz)
+    per_pod = CALL_OVERHEAD * 8 + float(problem.weighted.size) / max(nw, 1) * 2 + nz * 8
     for w in order:
         if deadline is not None and deadline.expired():
-            break  # out of time: what is placed so far (the caller treats the rest as not planned)
+            break  # out of work: what is placed so far (the caller treats the rest as not planned)
         for _ in range(int(problem.todo[w])):
+            if deadline is not None:
+                deadline.spend(per_pod)
             t = problem.placed + x
             gain = _gain(problem, t, w)
             if not gain.any():
@@ -425,9 +475,11 @@ def _local_search(problem: _Problem, x: np.ndarray, deadline: _Deadline) -> np.n
     demand = problem.demand
     count = x.sum(axis=1)
     movable = count > 0
+    per_iteration = CALL_OVERHEAD * 40 + 2.0 * problem.weighted.size + 12.0 * nw * nz
     for _ in range(4 * nw * nz):
         if deadline.expired():
             break
+        deadline.spend(per_iteration + float(np.count_nonzero(count)) ** 2)
         t = problem.placed + x
         g = _gains(problem, t)
         free = problem.zones.free - x.T @ demand
@@ -637,41 +689,45 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
                  budget_s: float = DEFAULT_BUDGET_S, reserved: Mapping[str, np.ndarray] | None = None,
                  use_milp: bool = True, reason: str = "", mode: str = "soft",
                  wall_slack: float = WALL_SLACK) -> PlacementPlan:
-    """A plan for every pod of ``group`` not yet bound in ``state`` within ``budget_s`` of this
-    thread's CPU time (and WALL_SLACK x that of wall time), beyond the granularity of one greedy
-    pass and of building the model. ``reserved``: per zone (cpu, memory, pods) held by other
+    """A plan for every pod of ``group`` not yet bound in ``state`` within ``budget_s`` worth of work
+    (WORK_PER_SECOND; WALL_SLACK x ``budget_s`` of wall time as a safety net), beyond the granularity
+    of one greedy pass and of building the model. ``reserved``: per zone (cpu, memory, pods) held by other
     AppGroups' plans (first come keeps its plan)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     if mode not in MODES:
         raise ValueError(f"mode: must be one of {', '.join(MODES)}, got {mode!r}")
     started = time.perf_counter()
-    total = _Deadline(budget_s, wall_slack)
     label = f"{group.namespace}/{group.name}"
     problem = _problem(state, group, objective, reserved)
     nw, nz = problem.placed.shape
+    budget_s = adapted_budget(budget_s, nw, nz)
+    total = _Deadline(budget_s, wall_slack)
     if nw == 0 or nz == 0:
         note = "the AppGroup has no workload with replicas" if nw == 0 else "the cluster has no nodes"
         return PlacementPlan(label, _plan_id(group, {}), "none", objective, float("nan"),
                              (time.perf_counter() - started) * 1e3, {}, {}, {}, (note,), reason)
     diagnosis = list(problem.diagnosis)
-    # The heuristic always answers (40 % of the budget at most; it usually needs far less); the MILP
-    # may improve on it until 60 %; the rest places the pods of each zone on its nodes.
+    # The heuristic always answers (40 % of the work budget at most; it usually needs far less); the
+    # MILP is charged a fixed 20 % (its result only counts when proven optimal, so it is the same on
+    # every machine unless its wall-time safety net cuts it); the rest places each zone's pods on nodes.
     method = "heuristic"
     if mode != "soft":
-        x = _solve_in_one_domain(problem, mode, _Deadline(0.6 * budget_s, wall_slack), diagnosis)
+        x = _solve_in_one_domain(problem, mode, total.child(0.6, wall_slack), diagnosis)
     else:
-        x = _solve_heuristic(problem, _Deadline(0.4 * budget_s, wall_slack))
+        x = _solve_heuristic(problem, total.child(0.4, wall_slack))
     if mode == "soft" and use_milp and len(problem.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
-        remaining = total.remaining() - 0.4 * budget_s
-        if remaining > 0.003:
-            try:
-                exact = _solve_milp(problem, remaining)
-            except (ValueError, RuntimeError) as exc:  # a solver error: the heuristic's plan stands, and says so
-                exact = None
-                diagnosis.append(f"MILP failed ({exc}); heuristic plan used")
-            if exact is not None and _better(problem, exact, x):
-                x, method = exact, "milp"
+        total.spend(0.2 * budget_s * WORK_PER_SECOND)
+        cap = MILP_WALL_CAP_S if wall_slack == float("inf") else max(0.2 * budget_s * wall_slack, 0.003)
+        try:
+            exact, timed_out = _solve_milp(problem, cap)
+        except (ValueError, RuntimeError) as exc:  # a solver error: the heuristic's plan stands, and says so
+            exact, timed_out = None, False
+            diagnosis.append(f"MILP failed ({exc}); heuristic plan used")
+        if timed_out:
+            total._hit()
+        if exact is not None and _better(problem, exact, x):
+            x, method = exact, "milp"
     t = problem.placed + x
     zones = {name: {problem.zones.names[z]: int(t[w, z]) for z in range(nz) if t[w, z] > 0}
              for w, name in enumerate(problem.names)}
@@ -689,10 +745,13 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
     nodes: dict[str, dict[str, int]] = {}
     used = [z for z in range(nz) if t[:, z].any()]
     for i, z in enumerate(used):
-        share = total.remaining() / (len(used) - i)
-        refined = _refine_zone(state, problem, t, z, _Deadline(share, wall_slack)) if share > 0 else None
+        share = total.child(1.0 / (len(used) - i), wall_slack)
+        refined = _refine_zone(state, problem, t, z, share) if share.left > 0 else None
         for workload, counts in (refined or {}).items():
             nodes.setdefault(workload, {}).update(counts)
+    if total.wall_hit:
+        diagnosis.append(f"the wall-time safety net ({budget_s * wall_slack * 1e3:.0f} ms) cut this plan short: "
+                         "it may differ from the same state's plan on another machine")
     if not problem.edges:
         value = float("nan")  # no dependency: nothing to score
     informed = bool(problem.edges) and bool(np.ptp(problem.weighted) > 0)
@@ -880,8 +939,9 @@ class PlanBook:
             for key in [k for k in self._plans if k[:2] == (namespace, name)]:
                 del self._plans[key]
 
-    MAX_JOINT_GROUPS = 4
-    MAX_JOINT_WORKLOADS = 60
+    # One joint model by total benefit (issue 20): every AppGroup without pods, up to these sizes.
+    MAX_JOINT_GROUPS = 8
+    MAX_JOINT_WORKLOADS = 200
 
     def _unstarted(self, state: ClusterState, group: AppGroupSpec, objective: str) -> list[AppGroupSpec]:
         """AppGroups with no pod placed and no plan yet, planned together with ``group`` (a few); not
