@@ -434,6 +434,10 @@ def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None, deadlin
     nw, nz = problem.placed.shape
     x = np.zeros((nw, nz))
     free = problem.zones.free.copy()
+    # Node rooms of the zones small enough to track (each pod goes to the best-fitting node), so a
+    # zone takes only pods that its nodes can hold, not just its total.
+    rooms = [nf.copy() if nf.shape[0] <= MAX_PACKING_NODES else None for nf in problem.zones.node_free]
+    scales = [np.maximum(r.max(axis=0, initial=0.0), 1.0) if r is not None else None for r in rooms]
     connected = problem.weighted.sum(axis=(0, 2)) if problem.edges else np.zeros(nz)
     per_pod = CALL_OVERHEAD * 8 + float(problem.weighted.size) / max(nw, 1) * 2 + nz * 8
     for w in order:
@@ -446,14 +450,29 @@ def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None, deadlin
             gain = _gain(problem, t, w)
             if not gain.any():
                 gain = connected + (1e6 * (np.arange(nz) == anchor) if anchor is not None else 0.0)
-            ok = np.all(free >= problem.demand[w][None, :], axis=1) & (x[w] < problem.slots[w]) & _allowed(
-                problem, t, w)
+            need = problem.demand[w]
+            ok = np.all(free >= need[None, :], axis=1) & (x[w] < problem.slots[w]) & _allowed(problem, t, w)
+            ok &= np.array([r is None or bool((r >= need[None, :]).all(axis=1).any()) for r in rooms])
             if not ok.any():
                 break
             z = int(np.argmax(np.where(ok, gain, -np.inf)))
             x[w, z] += 1
-            free[z] -= problem.demand[w]
+            free[z] -= need
+            room = rooms[z]
+            if room is not None:
+                fits = (room >= need[None, :]).all(axis=1)
+                after = np.where(fits, ((room - need[None, :]) / scales[z]).sum(axis=1), np.inf)
+                room[int(np.argmin(after))] -= need
     return x
+
+
+def _zone_packs(problem: _Problem, x: np.ndarray, z: int) -> bool:
+    """Do the new pods ``x[:, z]`` pack into zone z's nodes (always True for a zone too big to track)?"""
+    node_free = problem.zones.node_free[z]
+    if node_free.shape[0] > MAX_PACKING_NODES:
+        return True
+    ws = np.flatnonzero(x[:, z] > 0)
+    return _packs(node_free, np.repeat(problem.demand[ws], x[ws, z].astype(np.int64), axis=0))
 
 
 def _gains(problem: _Problem, t: np.ndarray) -> np.ndarray:
@@ -526,6 +545,9 @@ def _local_search(problem: _Problem, x: np.ndarray, deadline: _Deadline) -> np.n
                 if problem.forbidden and not (_allowed(problem, problem.placed + trial, a_)[single[b_]]
                                               and _allowed(problem, problem.placed + trial, b_)[single[a_]]):
                     continue
+                deadline.spend(CALL_OVERHEAD * (trial[:, single[a_]].sum() + trial[:, single[b_]].sum()))
+                if not (_zone_packs(problem, trial, single[a_]) and _zone_packs(problem, trial, single[b_])):
+                    continue
                 best_swap, swap = float(sw[i, j]), (a_, b_)
                 break
         if max(best_move, best_swap) <= 1e-9:
@@ -541,6 +563,9 @@ def _local_search(problem: _Problem, x: np.ndarray, deadline: _Deadline) -> np.n
                 if problem.forbidden and not _allowed(problem, problem.placed + rest, w)[z]:
                     continue
                 rest[w, z] = count[w]
+                deadline.spend(CALL_OVERHEAD * rest[:, z].sum())
+                if not _zone_packs(problem, rest, z):
+                    continue
                 x, applied = rest, True
                 break
             if not applied:
@@ -716,6 +741,22 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
         x = _solve_in_one_domain(problem, mode, total.child(0.6, wall_slack), diagnosis)
     else:
         x = _solve_heuristic(problem, total.child(0.4, wall_slack))
+    # A zone's capacity counts as a whole, but pods go on nodes: when a zone's planned pods do not pack
+    # into its nodes (best-fit decreasing), shrink that zone by what was left over and plan again.
+    for _round in range(PACKING_ROUNDS):
+        short = _unpacked(problem, x)
+        if not short:
+            break
+        free = problem.zones.free.copy()
+        for z, leftover in short.items():
+            free[z] = np.maximum(free[z] - leftover, 0.0)
+        problem = replace(problem, zones=replace(problem.zones, free=free))
+        retry = (_solve_in_one_domain(problem, mode, total.child(0.5, wall_slack), [])
+                 if mode != "soft" else _solve_heuristic(problem, total.child(0.5, wall_slack)))
+        if float(retry.sum()) >= float(x.sum()):
+            x = retry
+        else:
+            break
     if mode == "soft" and use_milp and len(problem.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
         total.spend(0.2 * budget_s * WORK_PER_SECOND)
         cap = MILP_WALL_CAP_S if wall_slack == float("inf") else max(0.2 * budget_s * wall_slack, 0.003)
@@ -1006,21 +1047,44 @@ class PlanBook:
 # Packing inside a zone: the plan counts a zone's capacity as a whole, so a light pod taking the only
 # node big enough for a planned heavy pod would break it. Steering keeps such nodes for the heavy pods.
 MAX_PACKING_NODES = 64
+# Rounds of shrinking zones whose planned pods do not pack into their nodes (compute_plan).
+PACKING_ROUNDS = 3
 # ... and at most this many of the plan's pods left there (beyond, the check would cost more than a request).
 MAX_PACKING_PODS = 48
 
 
 def _packs(free: np.ndarray, pods: np.ndarray) -> bool:
     """Best-fit decreasing of ``pods`` (k, 3) into nodes with ``free`` (n, 3) room."""
+    return not _leftover(free, pods).any()
+
+
+def _leftover(free: np.ndarray, pods: np.ndarray) -> np.ndarray:
+    """Total demand (3,) of the ``pods`` that best-fit decreasing cannot put on nodes with ``free`` room."""
     room = free.copy()
-    scale = np.maximum(room.max(axis=0), 1.0)
+    scale = np.maximum(room.max(axis=0, initial=0.0), 1.0)
+    left = np.zeros(3)
     for pod in pods[np.argsort(-(pods / scale).sum(axis=1), kind="stable")]:
         fits = (room >= pod[None, :]).all(axis=1)
         if not fits.any():
-            return False
-        left = np.where(fits, ((room - pod[None, :]) / scale).sum(axis=1), np.inf)
-        room[int(np.argmin(left))] -= pod
-    return True
+            left += pod
+            continue
+        after = np.where(fits, ((room - pod[None, :]) / scale).sum(axis=1), np.inf)
+        room[int(np.argmin(after))] -= pod
+    return left
+
+
+def _unpacked(problem: _Problem, x: np.ndarray) -> dict[int, np.ndarray]:
+    """Zones whose new planned pods ``x`` do not pack into their nodes -> the demand left over."""
+    out: dict[int, np.ndarray] = {}
+    for z in np.flatnonzero(x.sum(axis=0) > 0).tolist():
+        if problem.zones.node_free[z].shape[0] > MAX_PACKING_NODES:
+            continue
+        ws = np.flatnonzero(x[:, z] > 0)
+        pods = np.repeat(problem.demand[ws], x[ws, z].astype(np.int64), axis=0)
+        left = _leftover(problem.zones.node_free[z], pods)
+        if left.any():
+            out[z] = left
+    return out
 
 
 def nodes_keeping_plan(state: ClusterState, plan: PlacementPlan, group: AppGroupSpec, workload: str,
