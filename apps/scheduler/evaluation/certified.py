@@ -343,13 +343,123 @@ def _solve_bins(model: _Model, time_limit: float, *, node_level: bool = True,
     return out
 
 
-def _child(conn: Any, model: _Model, time_limit: float, memory_limit: int | None) -> None:
+def split_bound(model: _Model, time_limit: float) -> tuple[float, bool]:
+    """An upper bound from cuts: every pod pair of a dependency scores at most ``tau`` (the best
+    score inside any bin, same node included) and at most ``sigma`` (the best between two bins) when
+    its pods are in different bins. An AppGroup that no single bin can hold is split; grouping its
+    parts into two, each side holds at least (demand - largest bin) / 2 of some resource, so it loses
+    at least the balanced minimum cut of its pod graph weighted by ``coef * (tau - sigma)``,
+    solved exactly with HiGHS. Returns (bound, proven: every cut MILP finished)."""
+    base = 0.0
+    weights: list[tuple[int, int, float]] = []
+    for u, d, sens, coef in model.edges:
+        s = model.scores[sens]
+        tau = float(s.diagonal().max(initial=0.0))
+        off = s[~np.eye(s.shape[0], dtype=bool)]
+        sigma = float(off.max(initial=0.0)) if off.size else tau
+        base += coef * model.replicas[u] * model.replicas[d] * tau
+        if tau > sigma:
+            weights.append((u, d, coef * (tau - sigma)))
+    groups: dict[tuple[str, str], list[int]] = {}
+    for w, key in enumerate(model.names):
+        groups.setdefault(key[:2], []).append(w)
+    proven = True
+    largest = model.free.max(axis=0) if len(model.free) else np.zeros(3)
+    for members in groups.values():
+        total = (model.demand[members] * model.replicas[members, None]).sum(axis=0)
+        if (model.free >= total[None, :] - 1e-9).all(axis=1).any():
+            continue  # one bin may hold it whole: no cut forced
+        over = np.where(total > 0, (total - largest) / np.where(total > 0, total, 1.0), -np.inf)
+        r = int(np.argmax(over))
+        low = max((total[r] - largest[r]) / 2.0, 0.0)
+        mine = set(members)
+        pods = [(w, k) for w in members for k in range(int(model.replicas[w]))]
+        pid = {p: i for i, p in enumerate(pods)}
+        pairs = [(pid[(u, i)], pid[(d, j)], wgt) for u, d, wgt in weights if u in mine
+                 for i in range(int(model.replicas[u])) for j in range(int(model.replicas[d]))]
+        if not pairs or low <= 0:
+            continue
+        n, m = len(pods), len(pairs)
+        rows = Rows()
+        for k, (p, q, _w) in enumerate(pairs):
+            rows.add([(n + k, 1.0), (p, -1.0), (q, 1.0)], 0.0, np.inf)
+            rows.add([(n + k, 1.0), (p, 1.0), (q, -1.0)], 0.0, np.inf)
+        rows.add([(i, float(model.demand[w, r])) for i, (w, _k) in enumerate(pods)], low, float(total[r]) - low)
+        lower = np.zeros(n + m)
+        lower[0] = 1.0  # the two sides are symmetric: the first pod's side is "one"
+        result = milp(np.concatenate([np.zeros(n), [w for *_pq, w in pairs]]), constraints=rows.constraint(n + m),
+                      integrality=np.concatenate([np.ones(n), np.zeros(m)]), bounds=Bounds(lower, np.ones(n + m)),
+                      options={"time_limit": max(time_limit, 0.05), "disp": False})
+        if result.status == 0:
+            base -= float(result.fun)
+        else:
+            proven = False
+            dual = getattr(result, "mip_dual_bound", None)
+            if dual is not None and np.isfinite(dual):
+                base -= max(float(dual), 0.0)
+    return base, proven
+
+
+# A node-level model (pods on nodes, co-location exact) up to this many columns is solved whole.
+FULL_MODEL_MAX_COLUMNS = 30_000
+
+
+def _full_columns(model: _Model) -> int:
+    nodes = sum(len(b) for b in model.bins)
+    return len(model.names) * nodes + len(model.edges) * (len(model.bins) ** 2 + nodes)
+
+
+def search(model: _Model, time_limit: float, candidates: Sequence[np.ndarray]) -> dict[str, Any]:
+    """Everything that may need much memory or time (run under the limits, in the child):
+
+    * a small model is solved whole at node level (exact when HiGHS proves it optimal);
+    * otherwise the bin MILP gives a bin placement and, when proven optimal, a bound;
+    * each bin placement (and the given ``candidates``, e.g. the planner's zones) is refined to
+      nodes by the node-level MILP with the bin counts fixed (packing and co-location exact);
+    * the split bound (``split_bound``) bounds what the bin MILP could not prove.
+
+    Only proven results are used, so the outcome does not depend on the machine's speed, unless a
+    time limit cut a stage (then ``complete`` is False and the message says so)."""
+    started = time.perf_counter()
+
+    def left(share: float) -> float:
+        return max((time_limit - (time.perf_counter() - started)) * share, 0.05)
+
+    out: dict[str, Any] = {"complete": True, "bound": 100.0, "value": -np.inf, "nodes": None, "stages": []}
+    if _full_columns(model) <= FULL_MODEL_MAX_COLUMNS:
+        full = _solve_bins(model, left(0.6), node_level=True)
+        out["stages"].append("node-level MILP " + ("optimal" if full["status"] == 0 else "stopped"))
+        if full["status"] == 0:
+            out.update(bound=full["value"], value=full["value"], nodes=full["nodes"])
+            return out
+        out["complete"] = False
+    bins = _solve_bins(model, left(0.5), node_level=False)
+    pool = list(candidates)
+    if bins["status"] == 0:
+        out["bound"] = min(out["bound"], bins["value"])
+        pool.insert(0, bins["counts"])
+        out["stages"].append("bin MILP optimal")
+    else:
+        out["complete"] = False
+        out["stages"].append("bin MILP stopped by the time limit")
+    cut, proven = split_bound(model, left(0.3))
+    out["bound"] = min(out["bound"], cut)
+    out["complete"] = out["complete"] and proven
+    for i, counts in enumerate(pool):
+        node = _solve_bins(model, left(1.0 / (len(pool) - i)), node_level=True, fixed=counts)
+        if node["status"] == 0 and node["value"] > out["value"]:
+            out.update(value=node["value"], nodes=node["nodes"])
+    return out
+
+
+def _child(conn: Any, model: _Model, time_limit: float, memory_limit: int | None,
+           candidates: Sequence[np.ndarray]) -> None:
     try:
         if memory_limit is not None:
             base = _address_space()
             limit = base + int(memory_limit)
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        conn.send(("ok", _solve_bins(model, time_limit)))
+        conn.send(("ok", search(model, time_limit, candidates)))
     except MemoryError:
         conn.send(("memory", "the solver ran out of its memory limit"))
     except Exception as exc:  # reported to the parent as one line, never a traceback
@@ -372,11 +482,12 @@ def _address_space() -> int:
     return 0
 
 
-def solve_limited(model: _Model, *, time_limit: float, memory_limit: int | None) -> tuple[str, Any]:
-    """Run the bin MILP in a forked child under the limits: ("ok", result) or (kind, message)."""
+def solve_limited(model: _Model, *, time_limit: float, memory_limit: int | None,
+                  candidates: Sequence[np.ndarray] = ()) -> tuple[str, Any]:
+    """``search`` in a forked child under the limits: ("ok", result) or (kind, message)."""
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, model, time_limit, memory_limit), daemon=True)
+    proc = ctx.Process(target=_child, args=(child, model, time_limit, memory_limit, list(candidates)), daemon=True)
     proc.start()
     child.close()
     grace = time_limit + 30.0 + 0.5 * time_limit
@@ -412,6 +523,33 @@ def node_placements(model: _Model, nodes: Mapping[tuple[int, int], int]
 # ------------------------------------------------------------------------------------------ entry
 
 
+def planner_candidate(state: ClusterState, groups: Sequence[AppGroupSpec], model: _Model) -> np.ndarray | None:
+    """The placement planner's joint plan (its largest budget, work-counted: the same on every
+    machine) as bin counts, when every zone is one bin; None otherwise."""
+    from apps.scheduler.scoring.plans import MAX_ADAPTED_BUDGET_S, compute_joint_plans
+
+    zone_bin: dict[str, int] = {}
+    for b, members in enumerate(model.bins):
+        zone = state.nodes[members[0]].zone
+        if zone in zone_bin:
+            return None
+        zone_bin[zone] = b
+    plans = compute_joint_plans(state=state, groups=list(groups), budget_s=MAX_ADAPTED_BUDGET_S,
+                                wall_slack=float("inf"))
+    row = {key: w for w, key in enumerate(model.names)}
+    counts = np.zeros((len(model.names), len(model.bins)))
+    for group, plan in zip(groups, plans, strict=True):
+        for workload, zones in plan.zones.items():
+            w = row.get((group.namespace, group.name, workload))
+            if w is None:
+                continue
+            for zone, n in zones.items():
+                counts[w, zone_bin[zone]] += n
+    if not np.array_equal(counts.sum(axis=1), model.replicas):
+        return None  # the plan leaves pods out: not a complete placement
+    return counts
+
+
 def certified_optimum(state: ClusterState, groups: Sequence[AppGroupSpec], *,
                       time_limit: float = DEFAULT_TIME_LIMIT_S,
                       memory_limit: int | None = DEFAULT_MEMORY_LIMIT_BYTES) -> CertifiedOptimum:
@@ -429,36 +567,32 @@ def certified_optimum(state: ClusterState, groups: Sequence[AppGroupSpec], *,
                                 value, dict(placements or {}))
 
     if not model.names:
-        return done("error", "no pods to place")
-    if (model.demand[:, None, :] * 0 + model.free[None, :, :]).size and (
-            (model.demand * model.replicas[:, None]).sum(axis=0) > model.free.sum(axis=0) + 1e-9).any():
+        return done("error", "optimum: n/a — no pods to place")
+    if ((model.demand * model.replicas[:, None]).sum(axis=0) > model.free.sum(axis=0) + 1e-9).any():
         return done("infeasible", "optimum: n/a — the cluster's free capacity cannot hold every pod")
+    candidate = planner_candidate(state, groups, model)
     remaining = max(time_limit - (time.perf_counter() - started), 0.5)
-    kind, payload = solve_limited(model, time_limit=remaining, memory_limit=memory_limit)
+    kind, payload = solve_limited(model, time_limit=remaining, memory_limit=memory_limit,
+                                  candidates=[candidate] if candidate is not None else [])
     if kind == "memory":
         limit = f"{memory_limit / 2**30:.1f} GiB" if memory_limit else "the machine's memory"
         return done("memory limit", f"optimum: n/a — the solver needed more than {limit} ({payload}); "
                     "raise --memory-limit")
+    if kind == "time":
+        return done("time limit", f"optimum: n/a — {payload}; raise --time-limit")
     if kind != "ok":
         return done("error", f"optimum: n/a — {payload}")
     result: dict[str, Any] = payload
-    if "counts" not in result:
-        if result["status"] == 1:
-            return done("time limit", f"optimum: n/a — no placement found within the {time_limit:.0f} s time limit; "
-                        "raise --time-limit")
-        if result["status"] == 2:
-            return done("infeasible", "optimum: n/a — the pods do not fit the cluster's nodes")
-        return done("error", f"optimum: n/a — HiGHS: {result['message']}")
+    stages = "; ".join(result["stages"])
+    if result["nodes"] is None:
+        return done("time limit", f"optimum: n/a — no placement proven within the {time_limit:.0f} s time limit "
+                    f"({stages}); raise --time-limit")
     placements = node_placements(model, result["nodes"])
     achieved = network_metrics(replace(state, placements=placements), groups).average
-    bound = float(result.get("bound", float("nan")))
-    status = "optimal" if result["status"] == 0 else "time limit"
-    opt = done(status, "", bound, achieved, float(result["value"]), placements)
-    if status == "optimal" and opt.exact:
-        message = f"optimum {achieved:.2f} (certified: bound {opt.bound:.2f})"
-    elif opt.bound == opt.bound:
-        why = "time limit reached" if status == "time limit" else "refinement to nodes lost some score"
-        message = f"best found {achieved:.2f}, proven bound {opt.bound:.2f}, gap {100 * opt.gap:.2f} % ({why})"
+    status = "optimal" if result["complete"] else "time limit"
+    opt = done(status, "", float(result["bound"]), achieved, float(result["value"]), placements)
+    if opt.exact:
+        message = f"optimum {achieved:.2f} (certified: proven bound {opt.bound:.2f})"
     else:
-        message = f"best found {achieved:.2f}, no bound proven within the {time_limit:.0f} s time limit"
+        message = (f"best found {achieved:.2f}, proven bound {opt.bound:.2f}, gap {100 * opt.gap:.2f} % ({stages})")
     return replace(opt, message=message)
