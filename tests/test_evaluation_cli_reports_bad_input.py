@@ -32,6 +32,9 @@ def _run(**options):
         ({"seeds": 0}, "--seeds must be >= 1"),
         ({"appgroup": SCENARIO}, "holds no AppGroup resource"),
         ({"output": "/nonexistent/dir/report.json"}, "--output"),
+        ({"time_limit": 0}, "--time-limit must be > 0"),
+        ({"memory_limit": "lots"}, "--memory-limit"),
+        ({"memory_limit": "1Mi"}, "--memory-limit must be at least 64Mi"),
     ],
 )
 def test_bad_input_is_a_command_error_naming_it(options, message):
@@ -68,3 +71,12 @@ def test_json_output_file_and_figure(tmp_path):
 def test_table_output_lists_every_profile():
     table = _run(profiles="default,network", no_optimum=True)
     assert "| default" in table and "| network" in table and "avg score" in table
+
+
+def test_an_optimum_over_its_memory_limit_is_one_line_not_a_traceback():
+    # 64Mi on top of the process is too little for the solver's model of three tenants on 94 nodes.
+    out = _run(scenario=str(ROOT / "scenarios" / "four-regions-94.yaml"), profiles="default", seeds=1,
+               appgroup=str(ROOT / "scenarios" / "three-tenants-appgroups.yaml"), memory_limit="64Mi")
+    line = next(x for x in out.splitlines() if x.startswith("optimum"))
+    assert "optimum: n/a" in line and "64 MiB" in line and "raise --memory-limit" in line
+    assert "Traceback" not in out

@@ -484,7 +484,13 @@ def _address_space() -> int:
 
 def solve_limited(model: _Model, *, time_limit: float, memory_limit: int | None,
                   candidates: Sequence[np.ndarray] = ()) -> tuple[str, Any]:
-    """``search`` in a forked child under the limits: ("ok", result) or (kind, message)."""
+    """``search`` under the limits: ("ok", result) or (kind, message). With a memory limit it runs in
+    a forked child (RLIMIT_AS there; killed if it overruns its time); without, in this process."""
+    if memory_limit is None:
+        try:
+            return "ok", search(model, time_limit, candidates)
+        except MemoryError:
+            return "memory", "out of memory"
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(child, model, time_limit, memory_limit, list(candidates)), daemon=True)
@@ -575,7 +581,8 @@ def certified_optimum(state: ClusterState, groups: Sequence[AppGroupSpec], *,
     kind, payload = solve_limited(model, time_limit=remaining, memory_limit=memory_limit,
                                   candidates=[candidate] if candidate is not None else [])
     if kind == "memory":
-        limit = f"{memory_limit / 2**30:.1f} GiB" if memory_limit else "the machine's memory"
+        limit = ("the machine's memory" if not memory_limit else f"{memory_limit / 2**30:.1f} GiB"
+                 if memory_limit >= 2**30 else f"{memory_limit / 2**20:.0f} MiB")
         return done("memory limit", f"optimum: n/a — the solver needed more than {limit} ({payload}); "
                     "raise --memory-limit")
     if kind == "time":
