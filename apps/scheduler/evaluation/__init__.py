@@ -7,7 +7,7 @@ placement found with a proven bound) and ``optimum_placement`` (the node-level M
 
 from .adapter import EvaluationInputError
 from .certified import CertifiedOptimum, certified_optimum
-from .metrics import LatencyModel
+from .metrics import LatencyModel, TransferModel
 from .optimum import Optimum, optimum_placement
 from .report import (
     EvaluationReport,
@@ -27,6 +27,7 @@ __all__ = [
     "Optimum",
     "ProfileResult",
     "Stat",
+    "TransferModel",
     "certified_optimum",
     "evaluate",
     "format_table",

@@ -23,7 +23,14 @@ from .adapter import (
     topology_for_scenario,
 )
 from .certified import CertifiedOptimum, certified_optimum
-from .metrics import LatencyModel, network_metrics, pods_per_zone, request_latency_ms
+from .metrics import (
+    LatencyModel,
+    TransferModel,
+    network_metrics,
+    pods_per_zone,
+    request_latency_ms,
+    transfer_cost,
+)
 from .simulate import PAPER_PROFILES, EvalProfile, appgroup_pods, parse_profile, simulate
 
 # The source paper's results on its testbed ("Network Aware Scheduler for Kubernetes", section 7.2 and Table 5), read off Figure 5a.
@@ -63,6 +70,8 @@ class ProfileResult:
     average_score: Stat
     total_score: Stat
     latency_ms: Stat
+    transfer_usd: Stat  # cross-zone + cross-region traffic, USD per TransferModel.requests requests
+    cross_region_gb: Stat  # GB between regions per TransferModel.requests requests
     pods_per_zone: Mapping[str, Stat]
     workload_scores: Mapping[str, Stat]
     worst_workload: str  # lowest mean score over seeds
@@ -87,6 +96,7 @@ class EvaluationReport:
     profiles: tuple[ProfileResult, ...]
     optimum: CertifiedOptimum | None
     latency_model: LatencyModel
+    transfer_model: TransferModel
     paper_average_scores: Mapping[str, float] = field(default_factory=lambda: dict(PAPER_AVERAGE_SCORES))
     # The paper's Table 5 placements re-scored with our metric (when the AppGroup is Online Boutique).
     paper_table5_scores: Mapping[str, float] = field(default_factory=dict)
@@ -176,6 +186,7 @@ def evaluate(
     first_seed: int = 0,
     with_optimum: bool = True,
     latency_model: LatencyModel | None = None,
+    transfer_model: TransferModel | None = None,
     time_limit: float = 60.0,
     memory_limit: int | None = None,
 ) -> EvaluationReport:
@@ -198,6 +209,7 @@ def evaluate(
         raise EvaluationInputError("the AppGroups have no pods to schedule (all replicas are 0)")
     zones = scenario.zones()
     model = latency_model or LatencyModel()
+    transfer = transfer_model or TransferModel()
     call_ms = model.call_ms_matrix(state0.topology)
     optimum = (certified_optimum(state0, groups, time_limit=time_limit, memory_limit=memory_limit)
                if with_optimum else None)
@@ -209,6 +221,8 @@ def evaluate(
         averages: list[float] = []
         totals: list[float] = []
         latencies: list[float] = []
+        dollars: list[float] = []
+        region_gb: list[float] = []
         zone_counts: dict[str, list[float]] = {z: [] for z in zones}
         per_workload: dict[str, list[float]] = {}
         worst: Counter[str] = Counter()
@@ -220,6 +234,9 @@ def evaluate(
             averages.append(metrics.average)
             totals.append(metrics.total)
             latencies.append(request_latency_ms(run.final_state, groups, call_ms))
+            cost = transfer_cost(run.final_state, groups, transfer)
+            dollars.append(cost.usd)
+            region_gb.append(cost.cross_region_gb)
             counts = pods_per_zone(run.final_state, zones)
             for zone in zones:
                 zone_counts[zone].append(counts.get(zone, 0))
@@ -235,7 +252,8 @@ def evaluate(
         avg = Stat.of(averages)
         results.append(ProfileResult(
             profile=profile.name, description=profile.description, average_score=avg,
-            total_score=Stat.of(totals), latency_ms=Stat.of(latencies),
+            total_score=Stat.of(totals), latency_ms=Stat.of(latencies), transfer_usd=Stat.of(dollars),
+            cross_region_gb=Stat.of(region_gb),
             pods_per_zone={z: Stat.of(v) for z, v in zone_counts.items()},
             workload_scores=workload_stats, worst_workload=worst_name,
             worst_workload_score=workload_stats[worst_name].mean if worst_name else float("nan"),
@@ -251,7 +269,7 @@ def evaluate(
         paper_table5_scores={k: v for k, v in table5.items() if v is not None},
         scenario=scenario.name, appgroups=tuple(f"{g.namespace}/{g.name}" for g in groups), seeds=seeds,
         first_seed=first_seed, pods=len(pods), zones=tuple(zones), profiles=tuple(results), optimum=optimum,
-        latency_model=model, seconds=time.perf_counter() - started,
+        latency_model=model, transfer_model=transfer, seconds=time.perf_counter() - started,
     )
 
 
@@ -290,6 +308,7 @@ def _pm(stat: Stat, digits: int = 1) -> str:
 def format_table(report: EvaluationReport) -> str:
     zones = report.zones
     header = ["profile", "avg score", "total score", "% of optimum", "worst order %", "latency ms",
+              f"transfer $/{report.transfer_model.requests // 1_000_000}M req",
               *[f"pods {z}" for z in zones], "worst workload", "paper avg", "paper Table 5 re-scored"]
     rows = []
     for r in report.profiles:
@@ -299,7 +318,7 @@ def format_table(report: EvaluationReport) -> str:
             f"{100 * r.fraction_of_optimum:.1f}" if r.fraction_of_optimum == r.fraction_of_optimum else "n/a",
             f"{100 * r.worst_fraction_of_optimum:.1f}" if r.worst_fraction_of_optimum == r.worst_fraction_of_optimum
             else "n/a",
-            _pm(r.latency_ms), *[_pm(r.pods_per_zone[z]) for z in zones],
+            _pm(r.latency_ms), _pm(r.transfer_usd, 2), *[_pm(r.pods_per_zone[z]) for z in zones],
             f"{r.worst_workload} ({r.worst_workload_score:.1f})" if r.worst_workload else "-",
             f"{paper:.1f}" if paper is not None else "-",
             f"{report.paper_table5_scores[r.profile]:.1f}" if r.profile in report.paper_table5_scores else "-",
