@@ -45,7 +45,7 @@ from apps.scheduler.scoring.linear import Rows
 from apps.scheduler.scoring.state import ClusterState
 from apps.topology.topomath import Topology
 
-from .adapter import pair_score_matrix
+from .adapter import best_joint_plans, pair_score_matrix
 from .metrics import network_metrics
 
 MAX_PODS_PER_NODE = 110
@@ -532,16 +532,13 @@ def node_placements(model: _Model, nodes: Mapping[tuple[int, int], int]
 def planner_candidate(state: ClusterState, groups: Sequence[AppGroupSpec], model: _Model) -> np.ndarray | None:
     """The placement planner's joint plan (its largest budget, work-counted: the same on every
     machine) as bin counts, when every zone is one bin; None otherwise."""
-    from apps.scheduler.scoring.plans import MAX_ADAPTED_BUDGET_S, compute_joint_plans
-
     zone_bin: dict[str, int] = {}
     for b, members in enumerate(model.bins):
         zone = state.nodes[members[0]].zone
         if zone in zone_bin:
             return None
         zone_bin[zone] = b
-    plans = compute_joint_plans(state=state, groups=list(groups), budget_s=MAX_ADAPTED_BUDGET_S,
-                                wall_slack=float("inf"))
+    plans = best_joint_plans(state, groups)
     row = {key: w for w, key in enumerate(model.names)}
     counts = np.zeros((len(model.names), len(model.bins)))
     for group, plan in zip(groups, plans, strict=True):
