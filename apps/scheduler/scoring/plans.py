@@ -767,7 +767,8 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
             diagnosis.append(f"MILP failed ({exc}); heuristic plan used")
         if timed_out:
             total._hit()
-        if exact is not None and _better(problem, exact, x):
+        # The MILP counts a zone's capacity as a whole: its plan counts only if the pods pack into the nodes.
+        if exact is not None and _better(problem, exact, x) and not _unpacked(problem, exact):
             x, method = exact, "milp"
     t = problem.placed + x
     zones = {name: {problem.zones.names[z]: int(t[w, z]) for z in range(nz) if t[w, z] > 0}
