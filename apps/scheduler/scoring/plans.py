@@ -366,6 +366,9 @@ def _solve_milp(problem: _Problem, time_limit: float) -> tuple[np.ndarray | None
 # so a plan takes about its budget there. Wall time is only a safety net (WALL_SLACK x the budget):
 # when it cuts a plan short the plan says so in its diagnosis, as it may then differ between machines.
 WALL_SLACK = 4.0
+# ... and never more than this much wall time, whatever the (adapted) budget: far below kube-scheduler's
+# extender httpTimeout (5 s as shipped), as a plan is computed inside a filter request.
+MAX_WALL_S = 2.0
 WORK_PER_SECOND = 2.0e7
 CALL_OVERHEAD = 400.0  # work units charged per numpy call (~20 µs)
 
@@ -379,7 +382,8 @@ class _Deadline:
     def __init__(self, seconds: float, slack: float = WALL_SLACK, *, parent: _Deadline | None = None) -> None:
         self.left = seconds * WORK_PER_SECOND
         self.parent = parent
-        self.wall = time.perf_counter() + seconds * slack if slack != float("inf") else float("inf")
+        self.wall = (time.perf_counter() + min(seconds * slack, MAX_WALL_S) if slack != float("inf")
+                     else float("inf"))
         self.wall_hit = False
 
     def child(self, fraction_of_left: float, slack: float = WALL_SLACK) -> _Deadline:
@@ -792,7 +796,8 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
         for workload, counts in (refined or {}).items():
             nodes.setdefault(workload, {}).update(counts)
     if total.wall_hit:
-        diagnosis.append(f"the wall-time safety net ({budget_s * wall_slack * 1e3:.0f} ms) cut this plan short: "
+        diagnosis.append(f"the wall-time safety net ({min(budget_s * wall_slack, MAX_WALL_S) * 1e3:.0f} ms) cut "
+                         "this plan short: "
                          "it may differ from the same state's plan on another machine")
     if not problem.edges:
         value = float("nan")  # no dependency: nothing to score
