@@ -488,6 +488,49 @@ def _gains(problem: _Problem, t: np.ndarray) -> np.ndarray:
     return g
 
 
+def _components(problem: _Problem) -> np.ndarray:
+    """Connected part of every workload in the dependency graph (its smallest member's index)."""
+    parent = list(range(problem.placed.shape[0]))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for u, d in zip(problem.us.tolist(), problem.ds.tolist(), strict=True):
+        a, b = root(u), root(d)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    return np.array([root(i) for i in range(len(parent))], dtype=np.int64)
+
+
+def _move_part(problem: _Problem, x: np.ndarray, count: np.ndarray, deadline: _Deadline) -> np.ndarray | None:
+    """The best improving move of a whole connected part (in a joint plan: an AppGroup) — all its new
+    pods — into one zone that holds them, or None. Moving one workload at a time cannot leave a zone a
+    tenant shares with another for a zone of its own: each single move splits it first (issue 20)."""
+    if problem.forbidden or not problem.edges:
+        return None
+    component = _components(problem)
+    current = _value(problem, problem.placed + x)
+    best, best_gain = None, 1e-9
+    for part in sorted(set(component[count > 0].tolist())):
+        members = np.flatnonzero((component == part) & (count > 0))
+        for z in range(problem.placed.shape[1]):
+            if (x[members, z] == count[members]).all():
+                continue  # already there
+            deadline.spend(CALL_OVERHEAD * 6 + 2.0 * problem.weighted.size)
+            trial = x.copy()
+            trial[members] = 0
+            trial[members, z] = count[members]
+            if ((problem.zones.free - trial.T @ problem.demand) < 0).any() or (trial > problem.slots).any():
+                continue
+            gain = _value(problem, problem.placed + trial) - current
+            if gain > best_gain and _zone_packs(problem, trial, z):
+                best, best_gain = trial, gain
+    return best
+
+
 def _local_search(problem: _Problem, x: np.ndarray, deadline: _Deadline) -> np.ndarray:
     """Best improving move (all new pods of one workload to one zone) or swap (two single-zone
     workloads trade zones) until none improves or time is up. The objective is linear in one
@@ -641,7 +684,7 @@ def _solve_heuristic(problem: _Problem, deadline: _Deadline, *, must_finish: boo
     for anchor in anchors:
         for order in orders:
             if best is not None and deadline.expired():
-                return best
+                return _polish(problem, best, deadline)
             start = _greedy(problem, order, anchor, deadline if best is not None or not must_finish else None)
             if start.tobytes() in seen:
                 continue
@@ -649,7 +692,21 @@ def _solve_heuristic(problem: _Problem, deadline: _Deadline, *, must_finish: boo
             x = _local_search(problem, start, deadline)
             if best is None or _better(problem, x, best):
                 best = x
-    return best if best is not None else np.zeros((nw, nz))
+    return _polish(problem, best, deadline) if best is not None else np.zeros((nw, nz))
+
+
+def _polish(problem: _Problem, x: np.ndarray, deadline: _Deadline) -> np.ndarray:
+    """Move whole parts (AppGroups of a joint plan) while that improves the best plan, each followed by
+    local search; the part moves run even when the budget is spent (they are a few dozen evaluations)."""
+    for _round in range(PART_ROUNDS):
+        moved = _move_part(problem, x, x.sum(axis=1), deadline)
+        if moved is None:
+            break
+        moved = _local_search(problem, moved, deadline)
+        if not _better(problem, moved, x):
+            break
+        x = moved
+    return x
 
 
 # ------------------------------------------------------------------------------ nodes inside a zone
@@ -1053,6 +1110,8 @@ class PlanBook:
 # Packing inside a zone: the plan counts a zone's capacity as a whole, so a light pod taking the only
 # node big enough for a planned heavy pod would break it. Steering keeps such nodes for the heavy pods.
 MAX_PACKING_NODES = 64
+# Rounds of moving a whole part (an AppGroup of a joint plan) to one zone after the local search.
+PART_ROUNDS = 3
 # Rounds of shrinking zones whose planned pods do not pack into their nodes (compute_plan).
 PACKING_ROUNDS = 3
 # ... and at most this many of the plan's pods left there (beyond, the check would cost more than a request).
