@@ -311,3 +311,25 @@ def test_the_budget_grows_with_the_model_up_to_a_cap():
     assert adapted_budget(0.05, 107, 12) == pytest.approx(0.05 * 107 * 12 / PLAN_SIZE_REFERENCE)
     assert adapted_budget(0.05, 5000, 50) == MAX_ADAPTED_BUDGET_S
     assert adapted_budget(5.0, 1, 1) == 5.0  # never below what was configured
+
+
+def test_a_split_part_moves_whole_into_a_zone_that_holds_it():
+    """A chain split over zones A and B (each move of one workload alone would split it again) moves
+    whole into one zone, which scores better; a part already whole in its best zone stays."""
+    import numpy as np
+
+    from apps.scheduler.scoring.plans import _Deadline, _move_part, _problem, _value
+
+    group = _chain()
+    state = initial_state(_scenario(), [group])
+    problem = _problem(state, group, "network-score", None)
+    zone = {z: i for i, z in enumerate(problem.zones.names)}
+    split = np.zeros(problem.placed.shape)
+    split[problem.names.index("front"), zone["A"]] = 1
+    split[problem.names.index("mid"), zone["B"]] = 1
+    split[problem.names.index("back"), zone["B"]] = 1
+    moved = _move_part(problem, split, split.sum(axis=1), _Deadline(1.0))
+    assert moved is not None
+    assert (moved > 0).sum(axis=0).tolist().count(3) == 1  # all three in one zone
+    assert _value(problem, moved) > _value(problem, split)
+    assert _move_part(problem, moved, moved.sum(axis=1), _Deadline(1.0)) is None
