@@ -19,6 +19,7 @@ from .adapter import (
     EvaluationInputError,
     cluster_nodes,
     load_appgroups,
+    load_profiles,
     nominal_usage,
     topology_for_scenario,
 )
@@ -189,13 +190,14 @@ def evaluate(
     transfer_model: TransferModel | None = None,
     time_limit: float = 60.0,
     memory_limit: int | None = None,
+    extender_profiles: Mapping[str, Any] | None = None,
 ) -> EvaluationReport:
     if seeds < 1:
         raise EvaluationInputError(f"seeds must be >= 1, got {seeds}")
     if not profiles:
         raise EvaluationInputError("profiles: name at least one profile")
     started = time.perf_counter()
-    parsed: list[EvalProfile] = [parse_profile(name) for name in profiles]
+    parsed: list[EvalProfile] = [parse_profile(name, extender_profiles) for name in profiles]
     names = [p.name for p in parsed]
     if len(set(names)) != len(names):
         raise EvaluationInputError(f"profiles: {names} names a profile twice")
@@ -283,17 +285,21 @@ def run_evaluation(
     with_optimum: bool = True,
     time_limit: float = 60.0,
     memory_limit: int | None = None,
+    profile_file: str | Path | None = None,
 ) -> EvaluationReport:
     """The whole evaluation from files (what ``manage.py evaluate`` and the dashboard call).
     ``time_limit`` (s) and ``memory_limit`` (bytes; None: no limit, solved in this process) bound the
-    optimum's solver."""
+    optimum's solver; ``profile_file``: extender profile documents beside the built-ins
+    (``adapter.load_profiles``)."""
     if time_limit <= 0:
         raise EvaluationInputError(f"time limit must be > 0 seconds, got {time_limit}")
     if memory_limit is not None and memory_limit < 64 * 2**20:
         raise EvaluationInputError(f"memory limit must be at least 64Mi, got {memory_limit} bytes")
     scenario, groups = load_inputs(scenario_path, appgroup_path)
+    extender_profiles = load_profiles(profile_file) if profile_file is not None else None
     return evaluate(scenario, groups, profiles=profiles, seeds=seeds, first_seed=first_seed,
-                    with_optimum=with_optimum, time_limit=time_limit, memory_limit=memory_limit)
+                    with_optimum=with_optimum, time_limit=time_limit, memory_limit=memory_limit,
+                    extender_profiles=extender_profiles)
 
 
 # --------------------------------------------------------------------------- presentation
