@@ -388,7 +388,7 @@ class _Deadline:
 
     def child(self, fraction_of_left: float, slack: float = WALL_SLACK) -> _Deadline:
         sub = _Deadline(max(self.left, 0.0) * fraction_of_left / WORK_PER_SECOND, slack, parent=self)
-        sub.wall = min(sub.wall, self.wall)
+        sub.wall = self.wall  # the safety net bounds the whole plan, not each stage's share of it
         return sub
 
     def spend(self, units: float) -> None:
