@@ -847,8 +847,15 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
     value = _value(problem, t)
     nodes: dict[str, dict[str, int]] = {}
     used = [z for z in range(nz) if t[:, z].any()]
+    # The nodes keep at least NODE_SHARE of the budget, whatever the zone stages spent: without node
+    # plans the per-pod scorer picks nodes inside the zones and loses what the plan predicted.
+    stage = total
+    if total.left < NODE_SHARE * budget_s * WORK_PER_SECOND:
+        stage = _Deadline(NODE_SHARE * budget_s, wall_slack)
+        stage.wall = total.wall
+        stage.parent = total
     for i, z in enumerate(used):
-        share = total.child(1.0 / (len(used) - i), wall_slack)
+        share = stage.child(1.0 / (len(used) - i), wall_slack)
         refined = _refine_zone(state, problem, t, z, share) if share.left > 0 else None
         for workload, counts in (refined or {}).items():
             nodes.setdefault(workload, {}).update(counts)
@@ -1110,6 +1117,8 @@ class PlanBook:
 # Packing inside a zone: the plan counts a zone's capacity as a whole, so a light pod taking the only
 # node big enough for a planned heavy pod would break it. Steering keeps such nodes for the heavy pods.
 MAX_PACKING_NODES = 64
+# Share of the budget kept for placing each zone's pods on its nodes (compute_plan).
+NODE_SHARE = 0.3
 # Rounds of moving a whole part (an AppGroup of a joint plan) to one zone after the local search.
 PART_ROUNDS = 3
 # Rounds of shrinking zones whose planned pods do not pack into their nodes (compute_plan).
