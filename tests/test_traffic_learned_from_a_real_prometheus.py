@@ -1,4 +1,4 @@
-"""With a real Prometheus scraping Istio-, Linkerd- and OpenTelemetry-format series (the demo's mesh
+"""With a real Prometheus scraping Istio-, Linkerd-, OpenTelemetry- and Hubble-format series (the demo's mesh
 emulator, apps/demo/mesh.py, for Online Boutique), each adapter learns Online Boutique's true call
 graph -- every edge carrying >= 1 request/s found, no phantom edge -- within 3 pull windows (a
 60-workload, 150-edge application within 5), with
@@ -74,6 +74,7 @@ def mesh_prometheus():
                                            for i, h in enumerate(servers)], interval="1s", job="mesh"))
     try:
         prom.wait_for_series("istio_requests_total", minimum=10, timeout=30)
+        time.sleep(2 * WINDOW)  # the first pulled window (one window in the past) already holds series
         yield emulator, prom
     finally:
         prom.stop()
@@ -82,9 +83,28 @@ def mesh_prometheus():
             httpd.server_close()
 
 
+@pytest.fixture(scope="module")
+def hubble_prometheus():
+    """Hubble's flows on a Prometheus of their own: the other tests' Prometheus has no Hubble series."""
+    emulator = MeshEmulator(calls_of(SPEC), namespace=NS, formats=["hubble"], seed=9)
+    httpd = emulator.serve()[0]
+    prom = start_prometheus(scrape_config([ScrapeTarget(f"127.0.0.1:{httpd.server_address[1]}", {})],
+                                          interval="1s", job="hubble"))
+    try:
+        prom.wait_for_series("hubble_flows_processed_total", minimum=10, timeout=30)
+        time.sleep(2 * WINDOW)  # the first pulled window (one window in the past) already holds flows
+        yield emulator, prom
+    finally:
+        prom.stop()
+        httpd.shutdown()
+        httpd.server_close()
+
+
 @pytest.fixture
-def traffic_settings(settings, mesh_prometheus):
-    _, prom = mesh_prometheus
+def traffic_settings(settings, request, mesh_prometheus):
+    source = getattr(request, "param", None) or request.node.callspec.params.get("source") \
+        if hasattr(request.node, "callspec") else None
+    _, prom = request.getfixturevalue("hubble_prometheus") if source == "hubble" else mesh_prometheus
     settings.PROMETHEUS_URL = prom.url
     settings.NETAWARE = {**settings.NETAWARE, "PULL_WINDOW_SECONDS": WINDOW, "RATE_WINDOW": "8s",
                          "PULL_INITIAL_WINDOWS": 1, "TRAFFIC_DEFAULT_NAMESPACE": NS, "TRAFFIC_IDLE_SECONDS": 60.0}
@@ -113,7 +133,7 @@ def learned_edges() -> set[tuple[str, str]]:
             for w in spec.workloads for d in w.dependencies}
 
 
-@pytest.mark.parametrize("source", ["istio", "linkerd", "otel"])
+@pytest.mark.parametrize("source", ["istio", "linkerd", "otel", "hubble"])
 def test_each_adapter_learns_online_boutique_within_three_windows(source, traffic_settings, cluster):
     traffic_settings.NETAWARE = {**traffic_settings.NETAWARE, "TRAFFIC_SOURCES": source}
     matched_at = None
@@ -134,7 +154,7 @@ def test_each_adapter_learns_online_boutique_within_three_windows(source, traffi
     assert all(e["requests"] >= 1.0 for e in row.edges if e["target"] != "redis-cart" or source == "otel")
     assert EdgeSample.objects.filter(source=source).exists()
     assert TrafficSource.objects.get(name=source).present
-    if source != "otel":  # the service graph has no byte counts
+    if source not in ("otel", "hubble"):  # the service graph and Hubble's flows have no byte counts
         redis = next(e for e in row.edges if e["target"] == "redis-cart")
         assert redis["request_bytes"] > 0 and redis["response_bytes"] > 0
     if source == "istio":  # both reporters' series exist; only the source's are counted, not doubled

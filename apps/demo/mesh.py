@@ -24,7 +24,10 @@ import numpy as np
 from apps.appgroups.graph import AppGroupSpec
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-FORMATS = ("istio", "linkerd", "otel")
+FORMATS = ("istio", "linkerd", "otel", "hubble")
+# What the run command serves: the three formats of request-level meshes. Hubble (flows, no bytes or
+# durations) is emitted on request (tests, `run_mesh_emulator --formats hubble`).
+DEFAULT_FORMATS = ("istio", "linkerd", "otel")
 DURATION_BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 SIZE_BUCKETS = (1, 10, 100, 1000, 10000, 100000, 1000000, 10000000)
 ERROR_RATIO = 0.005
@@ -108,7 +111,7 @@ class _EdgeCounters:
 class MeshEmulator:
     """Counters of every call edge in the chosen mesh formats, advancing with the clock."""
 
-    def __init__(self, calls: Sequence[Call], *, namespace: str, formats: Sequence[str] = FORMATS, seed: int = 0,
+    def __init__(self, calls: Sequence[Call], *, namespace: str, formats: Sequence[str] = DEFAULT_FORMATS, seed: int = 0,
                  clock: Callable[[], float] = time.time) -> None:
         unknown = [f for f in formats if f not in FORMATS]
         if unknown:
@@ -210,6 +213,19 @@ class MeshEmulator:
             out.append(f"traces_service_graph_request_failed_total{_labels(base)} {c.failed}")
             out += self._durations[i].lines("traces_service_graph_request_server_seconds", base, scale=0.001)
             out += self._durations[i].lines("traces_service_graph_request_client_seconds", base, scale=0.001)
+        return out
+
+    def _hubble(self) -> list[str]:
+        """Hubble's flow metric with workload context (labelsContext source/destination namespace and
+        workload): with L7 visibility one forwarded flow per HTTP request, a Trace flow per TCP exchange."""
+        out = ["# TYPE hubble_flows_processed_total counter"]
+        for i, call in enumerate(self.calls):
+            c = self._counters[i]
+            kind = [("type", "Trace"), ("subtype", "to-endpoint")] if call.tcp else \
+                [("type", "L7"), ("subtype", "HTTP")]
+            base = [("source_namespace", self.namespace), ("source_workload", call.source),
+                    ("destination_namespace", self.namespace), ("destination_workload", call.target), *kind]
+            out.append(f"hubble_flows_processed_total{_labels([*base, ('verdict', 'FORWARDED')])} {c.ok + c.failed}")
         return out
 
     def serve(self, host: str = "127.0.0.1", port: int = 0) -> tuple[ThreadingHTTPServer, threading.Thread]:

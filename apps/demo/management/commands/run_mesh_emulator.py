@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.appgroups import documents
-from apps.demo.mesh import FORMATS, MeshEmulator, calls_of
+from apps.demo.mesh import DEFAULT_FORMATS, MeshEmulator, calls_of
 
 
 def _idle(text: str) -> tuple[tuple[str, str], tuple[float, float]]:
@@ -37,7 +37,8 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=9210)
         parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument("--formats", default=",".join(FORMATS), help="comma list of istio, linkerd, otel")
+        parser.add_argument("--formats", default=",".join(DEFAULT_FORMATS),
+                            help="comma list of istio, linkerd, otel, hubble")
         parser.add_argument("--rate", type=float, default=4.0, help="requests/s of a weight-1 caller per edge")
         parser.add_argument("--idle", action="append", default=None, metavar="CALLER:CALLEE:PERIOD:FRACTION",
                             help="an edge idle for FRACTION of every PERIOD seconds (repeatable; default: "
