@@ -29,21 +29,24 @@ JSON = "application/json"
 VERBS = ("filter", "prioritize", "bind", "preempt")
 
 
-def _max_body() -> int:
+def max_body() -> int:
     return int(getattr(settings, "MAX_EXTENDER_BODY", settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 32 * 1024 * 1024))
 
 
 def _read_body(content_length: Any, read: Callable[[int], bytes]) -> bytes:
     """The body, bounded by MAX_EXTENDER_BODY. ``read`` must not go past the declared length
     (Django's request and ``_wsgi_reader`` both stop there)."""
-    limit = _max_body()
+    limit = max_body()
     try:
         declared = int(content_length or 0)
     except ValueError:
         declared = 0
     if declared > limit:
         raise wire.WireError(f"body: {declared} bytes exceeds the limit of {limit} bytes (MAX_EXTENDER_BODY)")
-    body = read(limit + 1)
+    try:
+        body = read(limit + 1)
+    except OSError as exc:  # the server's body deadline (netaware_core.rsgi), or the client went away
+        raise wire.WireError(str(exc)) from exc
     if len(body) > limit:
         raise wire.WireError(f"body: more than {limit} bytes (MAX_EXTENDER_BODY)")
     return body
