@@ -38,11 +38,9 @@ sys.setswitchinterval(float(os.environ.get("NETAWARE_EXTENDER_SWITCH_INTERVAL", 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "netaware_site.settings")
 django.setup()
 
-from apps.scheduler import health  # noqa: E402
-from apps.scheduler import extender_views  # noqa: E402
+from apps.scheduler import extender_views, health  # noqa: E402
 from apps.scheduler.extender_views import application  # noqa: E402
 from apps.scheduler.runtime import process_runtime  # noqa: E402
-
 from netaware_core.rsgi import BufferedWSGI  # noqa: E402
 
 process_runtime()

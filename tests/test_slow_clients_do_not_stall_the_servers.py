@@ -63,15 +63,13 @@ def test_extender_answers_while_slow_clients_hold_connections(kind, transactiona
     load_testbed()
     timeout = kube_scheduler_http_timeout()
     body = orjson.dumps({"Pod": k8s_pod("web-1", labels={"app": "frontend"}), "Nodes": None, "NodeNames": ["n1402"]})
-    with extender_server(kube_url=fake_kube.url) as ext:
-        with slow_clients(ext.url, kind):
-            time.sleep(0.5)
-            for _ in range(3):
-                status, answer, took = _post(ext.url, "/scheduler/filter", body, timeout)
-                print(kind, took)
-                assert status == 200 and orjson.loads(answer)["NodeNames"] == ["n1402"]
-            status, _ = ext.get("/readyz")
-            assert status == 200
+    with extender_server(kube_url=fake_kube.url) as ext, slow_clients(ext.url, kind):
+        time.sleep(0.5)
+        for _ in range(3):
+            status, answer, _took = _post(ext.url, "/scheduler/filter", body, timeout)
+            assert status == 200 and orjson.loads(answer)["NodeNames"] == ["n1402"]
+        status, _ = ext.get("/readyz")
+        assert status == 200
 
 
 def test_extender_answers_a_body_that_never_comes_with_the_reason_and_reads_chunked_bodies(
