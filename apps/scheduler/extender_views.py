@@ -52,6 +52,40 @@ def _read_body(content_length: Any, read: Callable[[int], bytes]) -> bytes:
     return body
 
 
+def _nul_path(value: Any, path: str) -> str | None:
+    """The JSON path of the first string (or key) holding a NUL character, or None."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in key:
+                return f"{path}.{key!r}" if path else repr(key)
+            found = _nul_path(item, f"{path}.{key}" if path else key)
+            if found:
+                return found
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _nul_path(item, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def refuse_nul(body: bytes) -> None:
+    """No name Kubernetes accepts holds a NUL, and neither PostgreSQL text nor jsonb can store one:
+    a request carrying one (JSON ``\\u0000``) is refused here, before anything parses, scores or logs
+    it (issue 21: one such request used to block the decision log for everyone)."""
+    if b"\\u0000" not in body:
+        return
+    try:
+        where = _nul_path(orjson.loads(body), "")
+    except orjson.JSONDecodeError:
+        return  # the parser names what is wrong with the JSON itself
+    if where is None:
+        return  # an escaped backslash followed by "u0000": no NUL
+    raise wire.WireError(f"{where}: contains a NUL character (\\u0000), which no Kubernetes name or value may hold")
+
+
 def _not_post_payload(method: str) -> bytes:
     return orjson.dumps({"Error": f"method {method} not allowed: kube-scheduler POSTs extender calls"})
 
@@ -85,6 +119,7 @@ def call(verb: str, content_length: Any, read: Callable[[int], bytes]) -> tuple[
     outcome = "ok"
     try:
         body = _read_body(content_length, read)
+        refuse_nul(body)
         payload = handler(body, started)
     except wire.WireError as exc:
         outcome = "error"
