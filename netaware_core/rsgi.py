@@ -8,7 +8,7 @@ declare a body and send nothing stall every thread (issue 21). Here granian pars
 ``CONTENT_LENGTH``), and only a complete request reaches a thread of the pool, which runs the
 unchanged WSGI app. A body that does not arrive in time reaches the app as a ``wsgi.input`` whose
 read raises :class:`BodyTimeout`, so the app decides how to answer (the extender: a 200 with the
-reason; the web: 408). Responses are collected and sent in one piece (no streaming responses here).
+reason; the web: ``refuse_unreadable``, 408 or 413 without reaching Django). Responses are collected and sent in one piece (no streaming responses here).
 
 Framework-free on purpose: both servers (``run_extender``, ``run_web``) use it.
 """
@@ -73,8 +73,11 @@ class BufferedWSGI:
     """RSGI application (``__rsgi__``) running ``app`` on ``threads`` threads once the body is in."""
 
     def __init__(self, app: WSGIApp, *, threads: int, body_timeout: float, max_body: int,
-                 script_name: str = "") -> None:
+                 script_name: str = "", refuse_unreadable: bool = False) -> None:
         self.app = app
+        # True: a body that did not arrive (408) or is too large (413) is answered here, the app never
+        # sees the request; False: the app gets a wsgi.input that raises, and answers itself.
+        self.refuse_unreadable = refuse_unreadable
         self.body_timeout = body_timeout
         self.max_body = max_body
         self.script_name = script_name
@@ -186,6 +189,11 @@ class BufferedWSGI:
         if scope.proto != "http":
             return
         body, length, error = await self._body(scope, protocol)
+        if error is not None and self.refuse_unreadable:
+            status = 413 if isinstance(error, BodyTooLarge) else 408
+            protocol.response_bytes(status, [("Content-Type", "text/plain; charset=utf-8"), ("Connection", "close")],
+                                    str(error).encode())
+            return
         environ = self._environ(scope, body, length, error)
         with self.stats.lock:
             self.stats.waiting += 1
