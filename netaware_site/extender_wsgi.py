@@ -50,6 +50,7 @@ process_runtime()
 rsgi = BufferedWSGI(application, threads=int(os.environ.get("NETAWARE_EXTENDER_THREADS", "32")),
                     body_timeout=float(os.environ.get("NETAWARE_EXTENDER_BODY_TIMEOUT_SECONDS", "1")),
                     max_body=extender_views.max_body())
+health.request_stats = rsgi.stats.snapshot
 _health_bind = os.environ.get("NETAWARE_EXTENDER_HEALTH_BIND", "127.0.0.1:8002")
 if _health_bind:
     health.serve(_health_bind)
