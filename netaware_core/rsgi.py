@@ -27,6 +27,10 @@ from typing import Any
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
+def _wsgi_str(value: str) -> str:
+    return value.encode("utf-8", "surrogateescape").decode("latin-1")
+
+
 class BodyTimeout(OSError):
     """The client did not send its declared body within the deadline."""
 
@@ -132,8 +136,9 @@ class BufferedWSGI:
         environ: dict[str, Any] = {
             "REQUEST_METHOD": scope.method,
             "SCRIPT_NAME": self.script_name,
-            "PATH_INFO": scope.path,
-            "QUERY_STRING": scope.query_string,
+            # WSGI (PEP 3333) wants the path's bytes as a latin-1 str; granian gives it decoded as UTF-8.
+            "PATH_INFO": _wsgi_str(scope.path),
+            "QUERY_STRING": _wsgi_str(scope.query_string),
             "SERVER_NAME": host,
             "SERVER_PORT": port,
             "SERVER_PROTOCOL": f"HTTP/{scope.http_version}",
