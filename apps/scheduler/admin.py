@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import admin
+from django.utils.html import format_html
 
 from . import services
 from .models import Decision, ObservedPod, SchedulerProfile
+from .profiles import document_of
 
 
 @admin.register(SchedulerProfile)
 class SchedulerProfileAdmin(admin.ModelAdmin):
+    """Edits the stored fields (a netaware.io/v1alpha1 profile's); shows the profile as the current
+    version's document (netaware.io/v1), which the API also accepts."""
+
     list_display = ("name", "is_default", "description", "updated")
     search_fields = ("name", "description")
+    readonly_fields = ("document",)
+
+    @admin.display(description="document (netaware.io/v1)")
+    def document(self, obj: SchedulerProfile) -> str:
+        document = document_of(obj) if obj.pk else None
+        return format_html("<pre>{}</pre>", json.dumps(document, indent=2)) if document else "-"
 
     def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
         services.save_profile(profile=obj)

@@ -756,14 +756,14 @@ def demand_by_zone(plan: PlacementPlan, group: AppGroupSpec, placed: Mapping[str
 
 
 def placed_by_zone(state: ClusterState, group: AppGroupSpec) -> dict[str, dict[str, int]]:
-    """workload -> zone -> pods bound there (once per state: the state's memo keeps it; do not mutate)."""
+    """workload -> zone -> pods bound there (once per state: the state's score memo keeps it; do not mutate)."""
     key = ("placed-by-zone", group.namespace, group.name)
-    cached = state.memo.get(key)
+    cached = state.score_memo.get(key)
     if cached is not None and cached[0] == group:
         result: dict[str, dict[str, int]] = cached[1]
         return result
     out = _count_by_zone(state, group)
-    state.memo.put(key, (group, out), size=1)
+    state.score_memo.put(key, (group, out), size=1)
     return out
 
 
