@@ -1,8 +1,8 @@
 """Slow clients (slowloris: headers a byte at a time, a declared body that never comes, idle
 connections) hold no request thread: with 100 of them open, the extender still answers its verbs and
 /readyz, and the web server (``manage.py run_web``, as scripts/up.sh starts it) /healthz and its
-pages, within kube-scheduler's httpTimeout (the slowloris figures, answers within 1 s, are in
-docs/benchmarks.md: timing belongs there, not in assertions)."""
+pages, within kube-scheduler's httpTimeout (a bound the product promises; how fast they answer is a
+benchmark's business, not an assertion's)."""
 
 from __future__ import annotations
 
