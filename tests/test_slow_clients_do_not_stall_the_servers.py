@@ -63,18 +63,19 @@ def _post(url: str, path: str, body: bytes, timeout: float) -> tuple[int, bytes,
         conn.close()
 
 
-@pytest.mark.parametrize("kind", ["headers", "body", "idle"])
-def test_extender_answers_while_slow_clients_hold_connections(kind, transactional_db, fake_kube):
+def test_extender_answers_while_slow_clients_hold_connections(transactional_db, fake_kube):
     load_testbed()
     timeout = kube_scheduler_http_timeout()
     body = orjson.dumps({"Pod": k8s_pod("web-1", labels={"app": "frontend"}), "Nodes": None, "NodeNames": ["n1402"]})
-    with extender_server(kube_url=fake_kube.url) as ext, slow_clients(ext.url, kind):
-        time.sleep(0.5)
-        for _ in range(3):
-            status, answer, _took = _post(ext.url, "/scheduler/filter", body, timeout)
-            assert status == 200 and orjson.loads(answer)["NodeNames"] == ["n1402"]
-        status, _ = ext.get("/readyz")
-        assert status == 200
+    with extender_server(kube_url=fake_kube.url) as ext:
+        for kind in ("headers", "headers-drip", "body", "idle"):
+            with slow_clients(ext.url, kind):
+                time.sleep(0.5)
+                for _ in range(3):
+                    status, answer, _took = _post(ext.url, "/scheduler/filter", body, timeout)
+                    assert status == 200 and orjson.loads(answer)["NodeNames"] == ["n1402"], kind
+                status, _ = ext.get("/readyz")
+                assert status == 200, kind
 
 
 def test_extender_answers_a_body_that_never_comes_with_the_reason_and_reads_chunked_bodies(
@@ -97,15 +98,16 @@ def test_extender_answers_a_body_that_never_comes_with_the_reason_and_reads_chun
             "Nodes": None, "NodeNames": ["n1402"], "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": ""}
 
 
-@pytest.mark.parametrize("kind", ["headers", "headers-drip", "body", "idle"])
-def test_web_answers_healthz_and_pages_while_slow_clients_hold_connections(kind, transactional_db):
-    with web_server() as web, slow_clients(web.url + "/", kind):
-        time.sleep(0.5)
-        for _ in range(3):
-            status, body = web.get("/healthz", timeout=kube_scheduler_http_timeout())
-            assert status == 200, body
-            status, _ = web.get("/login", timeout=kube_scheduler_http_timeout())
-            assert status == 200
+def test_web_answers_healthz_and_pages_while_slow_clients_hold_connections(transactional_db):
+    with web_server() as web:
+        for kind in ("headers", "headers-drip", "body", "idle"):
+            with slow_clients(web.url + "/", kind):
+                time.sleep(0.5)
+                for _ in range(3):
+                    status, body = web.get("/healthz", timeout=kube_scheduler_http_timeout())
+                    assert status == 200, (kind, body)
+                    status, _ = web.get("/login", timeout=kube_scheduler_http_timeout())
+                    assert status == 200, kind
 
 
 def test_web_answers_a_body_that_never_comes_with_408(transactional_db):
