@@ -61,6 +61,7 @@ def check_appgroup(
     namespace claims. Writes from the cluster (``origin`` cluster) skip the overlap rule: the
     cluster's state is never lost, the dashboard flags them (``selectors.overlapping_appgroups``)."""
     same_key = AppGroup.objects.filter(namespace=spec.namespace, name=spec.name)
+    current: int | None
     if appgroup is not None and appgroup.pk is not None:
         current, taken = appgroup.pk, same_key.exclude(pk=appgroup.pk).exists()
     else:

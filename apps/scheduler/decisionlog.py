@@ -20,7 +20,7 @@ import uuid
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import redis
@@ -226,7 +226,8 @@ def drain(*, redis_client: redis.Redis, limit: int = 5000, retention: int = 1000
             if not blobs:
                 break
             # A record Postgres refuses is set aside (dead letter), never retried with the rest.
-            deadletter.store_batch(queue=DEAD_LETTER_QUEUE, records=blobs, store=write, redis_client=redis_client)
+            deadletter.store_batch(queue=DEAD_LETTER_QUEUE, records=cast("list[bytes]", blobs),  # no decode_responses
+                                   store=write, redis_client=redis_client)
             if not trim(keys=[DECISION_QUEUE_KEY], args=[len(blobs), blobs[0], blobs[-1]]):
                 break  # the head moved: the next drain re-reads (already stored records are skipped)
             moved += len(blobs)

@@ -73,8 +73,8 @@ def log_decision(
 
 # Column widths of the decision log: a name longer than Kubernetes allows (the request is refused or
 # answered anyway) is cut to fit, so its record never fails the drain (issue 21; fuzzing found it).
-_COLUMN_LIMITS = {f.name: int(f.max_length) for f in Decision._meta.fields
-                  if getattr(f, "max_length", None) and f.name not in ("verb",)}
+_COLUMN_LIMITS: dict[str, int] = {f.name: limit for f in Decision._meta.fields
+                                  if (limit := getattr(f, "max_length", None)) and f.name != "verb"}
 
 
 def _fit_columns(record: dict[str, Any]) -> dict[str, Any]:
