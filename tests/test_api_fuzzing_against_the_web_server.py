@@ -79,7 +79,7 @@ def test_no_request_of_any_identity_gets_a_5xx(identities, tmp_path):
                 [SCHEMATHESIS, "run", str(schema), "--url", web.url, "--checks", "not_a_server_error",
                  "--phases", "examples,fuzzing", "--max-examples", EXAMPLES, "--seed", str(SEED),
                  "--request-timeout", "30", "--no-color", *headers],
-                capture_output=True, text=True, timeout=240)
+                capture_output=True, text=True, timeout=240, cwd=tmp_path)  # its cache stays out of the tree
             if run.returncode != 0:
                 failures.append(f"--- {name} (seed {SEED}) ---\n{run.stdout[-6000:]}\n{run.stderr[-2000:]}")
         assert not failures, "\n".join(failures)
