@@ -166,9 +166,10 @@ def build_model(state: ClusterState, groups: Sequence[AppGroupSpec]) -> _Model:
                 d = wid.get((g.namespace, g.name, dep.target))
                 if d is None or d == u:
                     continue
-                raw.append((u, d, dep.sensitivity, spec.weight))
-                total_w[u] += spec.weight
-                total_w[d] += spec.weight
+                weight = spec.weight * dep.weight  # the caller's importance times the edge's weight, as Score
+                raw.append((u, d, dep.sensitivity, weight))
+                total_w[u] += weight
+                total_w[d] += weight
     importance = np.array([w.weight for _, w in workloads], dtype=np.float64)
     imp_sum = float(importance[total_w > 0].sum()) or 1.0
     edges = []
