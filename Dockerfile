@@ -40,5 +40,4 @@ WORKDIR /app
 # (an emptyDir / tmpfs with a read-only root filesystem).
 USER 10001:10001
 EXPOSE 8000
-CMD ["gunicorn", "netaware_site.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "2", \
-     "--worker-class", "gthread", "--threads", "4", "--timeout", "30", "--worker-tmp-dir", "/tmp"]
+CMD ["python", "manage.py", "run_web", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4"]

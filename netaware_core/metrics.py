@@ -44,11 +44,14 @@ PUBLISHED_KEY = "netaware:metrics:published"
 COUNTERS: dict[str, tuple[str, ...]] = {
     "netaware_celery_tasks_total": ("task", "outcome"),
     "netaware_sync_conflicts_total": (),
+    "netaware_dead_letters_total": ("queue",),
 }
 COUNTER_HELP = {
     "netaware_celery_tasks_total": "Celery tasks finished, by task name and outcome (success|failure|retry).",
     "netaware_sync_conflicts_total": "AppGroups edited in netaware and in the cluster since the last sync "
                                      "(the cluster's version won).",
+    "netaware_dead_letters_total": "Records a queue could not store, set aside so the rest flows "
+                                   "(netaware_core.deadletter), by queue (decisions|placements|samples).",
 }
 
 

@@ -1,4 +1,4 @@
-"""WSGI entry point of the extender server (``python manage.py run_extender``).
+"""Entry point of the extender server (``python manage.py run_extender``).
 
 Only the extender verbs (/scheduler/{filter,prioritize,bind,preempt}[/]) are served, through the
 lean dispatch of ``apps.scheduler.extender_views`` (no middleware, no URL resolver); anything else is a 404.
@@ -38,13 +38,21 @@ sys.setswitchinterval(float(os.environ.get("NETAWARE_EXTENDER_SWITCH_INTERVAL", 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "netaware_site.settings")
 django.setup()
 
-from apps.scheduler import health  # noqa: E402
+from apps.scheduler import extender_views, health  # noqa: E402
 from apps.scheduler.extender_views import application  # noqa: E402
 from apps.scheduler.runtime import process_runtime  # noqa: E402
+from netaware_core.rsgi import BufferedWSGI  # noqa: E402
 
 process_runtime()
+
+# What granian serves (RSGI): the body is read on the event loop within the deadline, then
+# ``application`` runs on a request thread; a slow client holds a coroutine, never a thread.
+rsgi = BufferedWSGI(application, threads=int(os.environ.get("NETAWARE_EXTENDER_THREADS", "32")),
+                    body_timeout=float(os.environ.get("NETAWARE_EXTENDER_BODY_TIMEOUT_SECONDS", "1")),
+                    max_body=extender_views.max_body())
+health.request_stats = rsgi.stats.snapshot
 _health_bind = os.environ.get("NETAWARE_EXTENDER_HEALTH_BIND", "127.0.0.1:8002")
 if _health_bind:
     health.serve(_health_bind)
 
-__all__ = ["application"]
+__all__ = ["application", "rsgi"]

@@ -211,7 +211,7 @@ if PRODUCTION and METRICS_TOKEN:
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_FILTER_BACKENDS": ["netaware_core.filters.StrictFilterBackend"],
     "DEFAULT_PARSER_CLASSES": [
         # The one body loader (JSON or YAML: size, depth and alias limits; netaware_core/parsers.py).
         "netaware_core.parsers.JSONParser",
@@ -222,7 +222,7 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "netaware_core.filters.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
@@ -234,7 +234,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "apps.accounts.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        "apps.accounts.authentication.BasicAuthentication",
     ],
     # Every 400 as {"detail": ..., "errors": {"field.path": [...]}} (docs/api.md).
     "EXCEPTION_HANDLER": "netaware_core.api_errors.api_exception_handler",

@@ -2,7 +2,7 @@
 # Bring up the whole netaware system on this machine (a fresh Debian 12 works: installs what is
 # missing): PostgreSQL access of its own (or DATABASE_URL as it is), Redis, the emulated cluster of
 # $NETAWARE_SCENARIO — its probe metrics and a demo Kubernetes API for its nodes —, a Prometheus with
-# a generated scrape config, the web server (gunicorn, authentication on), a Celery worker and beat,
+# a generated scrape config, the web server (granian, authentication on), a Celery worker and beat,
 # the scheduler extender (its own process), the cluster watcher and the AppGroup sync; an admin user
 # with a generated password. Once the first measured topology is in, it schedules the shipped
 # Online Boutique AppGroup into the demo cluster through the extender, as kube-scheduler would, and
@@ -236,8 +236,8 @@ start_proc mesh "$PY" manage.py run_mesh_emulator --host 127.0.0.1 --port "$MESH
 start_proc prometheus "$(command -v prometheus)" --config.file="$STATE/prometheus.yml" \
   --storage.tsdb.path="$STATE/prometheus-data" --web.listen-address="127.0.0.1:$PROM_PORT" \
   --storage.tsdb.retention.time=2d --web.enable-lifecycle
-start_proc web "$VENV/bin/gunicorn" netaware_site.wsgi:application --bind "127.0.0.1:$WEB_PORT" \
-  --workers 2 --worker-class gthread --threads 1 --keep-alive 30 --timeout 30 --access-logfile -
+# granian (manage.py run_web): no ingress in front here, so the server itself survives slow clients.
+start_proc web "$PY" manage.py run_web --bind "127.0.0.1:$WEB_PORT" --workers 2 --threads 4 --access-log
 start_proc worker "$VENV/bin/celery" -A netaware_site worker --loglevel INFO --concurrency 2
 start_proc beat "$VENV/bin/celery" -A netaware_site beat --loglevel INFO \
   --scheduler django_celery_beat.schedulers:DatabaseScheduler --pidfile=

@@ -122,7 +122,8 @@ def test_bind_refuses_pods_of_other_schedulers(ext, cluster, fake_kube):
     assert "default-scheduler" in Decision.objects.get(verb="bind").error
 
 
-@pytest.mark.parametrize("case", ["wrong uid", "unknown node", "not ready", "cordoned", "missing pod", "finished"])
+@pytest.mark.parametrize("case", ["wrong uid", "empty uid", "missing uid", "unknown node", "not ready", "cordoned",
+                                  "missing pod", "finished"])
 def test_bind_refuses_what_it_must_not_bind(ext, cluster, fake_kube, case):
     pod = our_pod(fake_kube, "shippingservice-1", "shippingservice")
     node = "n1405"
@@ -143,8 +144,14 @@ def test_bind_refuses_what_it_must_not_bind(ext, cluster, fake_kube, case):
         fake_kube.merge("", "v1", "pods", "shippingservice-1", {"status": {"phase": "Succeeded"}},
                         namespace="boutique")
         delivered(ext, "pods", changed_at)
-    result = post(ext, "bind", binding_args(pod, node))
-    expected = {"wrong uid": "does not match", "unknown node": "unknown to the scheduling cache",
+    body = binding_args(pod, node)
+    if case == "empty uid":
+        body["PodUID"] = ""
+    elif case == "missing uid":
+        del body["PodUID"]
+    result = post(ext, "bind", body)
+    expected = {"wrong uid": "does not match", "empty uid": "PodUID is missing, which does not match",
+                "missing uid": "PodUID is missing, which does not match", "unknown node": "unknown to the scheduling cache",
                 "not ready": "not Ready", "cordoned": "not Ready", "missing pod": "does not exist",
                 "finished": "terminating or finished"}[case]
     assert expected in result["Error"], result

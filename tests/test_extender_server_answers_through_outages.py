@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+import orjson
 import psycopg
 import pytest
 
@@ -40,7 +41,8 @@ def test_outages_of_postgres_redis_and_the_watch(stores, fake_kube):
         assert driver.ask(pods["cart-0"]) == baseline
         assert driver.bind(pods["front-0"], "n1402") == ""
         status, body = ext.get("/readyz")
-        assert status == 200, body  # still in service: it answers from memory
+        assert status == 200, body  # still in service: it answers from memory...
+        assert any("database" in note for note in orjson.loads(body)["degraded"]), body  # ...and says what is not
         pg.start()
         time.sleep(1.5)
         stored = drain(rs.url, database, "cart-0", 4)
@@ -74,6 +76,9 @@ def test_outages_of_postgres_redis_and_the_watch(stores, fake_kube):
         fake_kube.down()
         time.sleep(0.5)
         assert driver.ask(pods["cart-0"]) == current
+        status, body = ext.get("/readyz")
+        assert status == 200 and any(note.startswith(("pods:", "nodes:")) for note in orjson.loads(body)["degraded"]), body
+        assert ext.get("/healthz")[0] == 200
         assert "binding default/front-1 to n1403" in driver.bind(pods["front-1"], "n1403")
         # A pod created while the watch was away, then compacted away: resuming answers 410.
         late = fake_kube.add_pod("default", "redis-9", labels={"app": "redis-cart"}, scheduler_name=OURS)

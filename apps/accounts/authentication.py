@@ -41,3 +41,13 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="netaware"'
+
+
+class BasicAuthentication(authentication.BasicAuthentication):
+    """DRF's Basic auth, except that credentials holding a NUL character are refused (401) before
+    they reach the database, which cannot compare them (it was a 500; issue 21)."""
+
+    def authenticate_credentials(self, userid, password, request=None):  # type: ignore[no-untyped-def]
+        if "\x00" in userid or "\x00" in password:
+            raise exceptions.AuthenticationFailed("Invalid username/password.")
+        return super().authenticate_credentials(userid, password, request)

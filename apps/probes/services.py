@@ -21,10 +21,13 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import orjson
 import psycopg.errors
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, ProgrammingError, connection, transaction
 from django.utils import timezone
+
+from netaware_core import deadletter
 
 from . import signals
 from .models import NodeRollup, NodeSample, PairLatest, PairRollup, PairSample, PullWatermark, WindowDigest
@@ -367,6 +370,16 @@ def store_window(*, ts: datetime, pairs: Mapping[str, PairPoints] | None = None,
 
 # --- pulling ----------------------------------------------------------------------------------------
 
+def _poisoned(series: str, item: dict, *names: str) -> bool:
+    """A series whose node name no database row can hold (a NUL character) is set aside as a dead
+    letter (netaware_core.deadletter) instead of failing the whole window on every retry."""
+    if not any("\x00" in name for name in names):
+        return False
+    deadletter.set_aside(queue="samples", record=orjson.dumps(item.get("metric", {})),
+                         reason=f"{series}: a node name holds a NUL character")
+    return True
+
+
 def _group_pair_matrix(matrix: list[dict], query: PairQuery) -> dict[int, PairPoints]:
     per_ts: dict[int, tuple[list[str], list[str], list[float]]] = {}
     missing = 0
@@ -376,6 +389,8 @@ def _group_pair_matrix(matrix: list[dict], query: PairQuery) -> dict[int, PairPo
         target = labels.get(query.target_label)
         if not source or not target:
             missing += 1
+            continue
+        if _poisoned(query.series, item, source, target):
             continue
         for stamp, raw in item.get("values", ()):
             bucket = per_ts.setdefault(round(float(stamp)), ([], [], []))
@@ -394,6 +409,8 @@ def _group_node_matrix(matrix: list[dict], query: NodeQuery) -> dict[int, NodePo
         node = item.get("metric", {}).get(query.node_label)
         if not node:
             logger.warning("%s: a result series lacks label %r; skipped", query.series, query.node_label)
+            continue
+        if _poisoned(query.series, item, node):
             continue
         for stamp, raw in item.get("values", ()):
             bucket = per_ts.setdefault(round(float(stamp)), ([], []))
@@ -481,7 +498,8 @@ def pull_node_info(*, client: PrometheusClient, queries: PullQueries, at: int) -
     for item in client.instant(info.query, at=at):
         labels = item.get("metric", {})
         name = labels.get(info.node_label)
-        if name:
+        if name and not _poisoned(info.query, item, name, labels.get(info.zone_label, ""),
+                                  labels.get(info.region_label, "")):
             nodes[name] = (name, labels.get(info.zone_label, ""), labels.get(info.region_label, ""))
     return sorted(nodes.values())
 

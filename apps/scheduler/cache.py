@@ -255,7 +255,11 @@ class SchedulingCache:
             if pod.scheduler_name not in self.scheduler_names:
                 raise BindRefused(f"pod {namespace}/{name} has spec.schedulerName {pod.scheduler_name!r}, not one of "
                                   f"this extender's ({', '.join(sorted(self.scheduler_names))})")
-            if uid and pod.uid and uid != pod.uid:
+            # kube-scheduler always sends the UID: a bind without one cannot prove it means this pod.
+            if not uid:
+                raise BindRefused(f"pod {namespace}/{name}: PodUID is missing, which does not match the pod's UID "
+                                  f"{pod.uid or '(unknown)'}")
+            if pod.uid and uid != pod.uid:
                 raise BindRefused(f"pod {namespace}/{name}: UID {uid} does not match the pod's UID {pod.uid}")
             if pod.terminal:
                 raise BindRefused(f"pod {namespace}/{name} is terminating or finished")

@@ -27,12 +27,15 @@ import redis
 from django.db import DatabaseError, InterfaceError, connection
 from django.utils import timezone
 
+from netaware_core import deadletter
+
 from .models import Decision
 
 log = logging.getLogger(__name__)
 
 DECISION_QUEUE_KEY = "netaware:scheduler:decisions"
 DRAIN_LOCK_KEY = "netaware:scheduler:decisions:drain"
+DEAD_LETTER_QUEUE = "decisions"
 _HEADER = struct.Struct("!I")
 _FIELDS = ("verb", "pod_namespace", "pod_name", "pod_uid", "profile", "workload", "node", "candidates",
            "result", "error", "duration_ms")
@@ -130,7 +133,7 @@ class DecisionLog:
         except redis.RedisError as exc:
             self.failing = f"redis: {type(exc).__name__}: {exc}"
         try:
-            write(blobs)
+            deadletter.store_batch(queue=DEAD_LETTER_QUEUE, records=blobs, store=write)
         except (DatabaseError, InterfaceError) as exc:
             self.failing = f"{self.failing + '; ' if self.failing else ''}database: {type(exc).__name__}: {exc}"
             close_broken_connection()
@@ -222,7 +225,9 @@ def drain(*, redis_client: redis.Redis, limit: int = 5000, retention: int = 1000
             blobs = redis_client.lrange(DECISION_QUEUE_KEY, 0, limit - 1)
             if not blobs:
                 break
-            write(cast("list[bytes]", blobs))  # a client without decode_responses
+            # A record Postgres refuses is set aside (dead letter), never retried with the rest.
+            deadletter.store_batch(queue=DEAD_LETTER_QUEUE, records=cast("list[bytes]", blobs),  # no decode_responses
+                                   store=write, redis_client=redis_client)
             if not trim(keys=[DECISION_QUEUE_KEY], args=[len(blobs), blobs[0], blobs[-1]]):
                 break  # the head moved: the next drain re-reads (already stored records are skipped)
             moved += len(blobs)

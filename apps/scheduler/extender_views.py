@@ -29,24 +29,61 @@ JSON = "application/json"
 VERBS = ("filter", "prioritize", "bind", "preempt")
 
 
-def _max_body() -> int:
+def max_body() -> int:
     return int(getattr(settings, "MAX_EXTENDER_BODY", settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 32 * 1024 * 1024))
 
 
 def _read_body(content_length: Any, read: Callable[[int], bytes]) -> bytes:
     """The body, bounded by MAX_EXTENDER_BODY. ``read`` must not go past the declared length
     (Django's request and ``_wsgi_reader`` both stop there)."""
-    limit = _max_body()
+    limit = max_body()
     try:
         declared = int(content_length or 0)
     except ValueError:
         declared = 0
     if declared > limit:
         raise wire.WireError(f"body: {declared} bytes exceeds the limit of {limit} bytes (MAX_EXTENDER_BODY)")
-    body = read(limit + 1)
+    try:
+        body = read(limit + 1)
+    except OSError as exc:  # the server's body deadline (netaware_core.rsgi), or the client went away
+        raise wire.WireError(str(exc)) from exc
     if len(body) > limit:
         raise wire.WireError(f"body: more than {limit} bytes (MAX_EXTENDER_BODY)")
     return body
+
+
+def _nul_path(value: Any, path: str) -> str | None:
+    """The JSON path of the first string (or key) holding a NUL character, or None."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in key:
+                return f"{path}.{key!r}" if path else repr(key)
+            found = _nul_path(item, f"{path}.{key}" if path else key)
+            if found:
+                return found
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _nul_path(item, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def refuse_nul(body: bytes) -> None:
+    """No name Kubernetes accepts holds a NUL, and neither PostgreSQL text nor jsonb can store one:
+    a request carrying one (JSON ``\\u0000``) is refused here, before anything parses, scores or logs
+    it (issue 21: one such request used to block the decision log for everyone)."""
+    if b"\\u0000" not in body:
+        return
+    try:
+        where = _nul_path(orjson.loads(body), "")
+    except orjson.JSONDecodeError:
+        return  # the parser names what is wrong with the JSON itself
+    if where is None:
+        return  # an escaped backslash followed by "u0000": no NUL
+    raise wire.WireError(f"{where}: contains a NUL character (\\u0000), which no Kubernetes name or value may hold")
 
 
 def _not_post_payload(method: str) -> bytes:
@@ -82,6 +119,7 @@ def call(verb: str, content_length: Any, read: Callable[[int], bytes]) -> tuple[
     outcome = "ok"
     try:
         body = _read_body(content_length, read)
+        refuse_nul(body)
         payload = handler(body, started)
     except wire.WireError as exc:
         outcome = "error"

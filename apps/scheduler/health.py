@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -54,6 +56,7 @@ class _Handler(BaseHTTPRequestHandler):
                             measured_nodes=len(topology.measured_nodes.intersection(state.nodes)),
                             topology_stale=topology.stale_reason,
                             appgroups=sorted(f"{g.namespace}/{g.name}" for g in state.appgroups))
+                body["degraded"] = degraded(rt)
             self._send(200 if ready else 503, orjson.dumps(body))
         elif path == "/metrics":
             status = authorization_status(self.headers.get("Authorization", ""))
@@ -63,6 +66,28 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, generate_latest(metrics.REGISTRY), CONTENT_TYPE_LATEST)
         else:
             self._send(404, b'{"error":"not found"}')
+
+
+# What the request pool is doing (``netaware_core.rsgi.Stats.snapshot``), set by the server's entry point.
+request_stats: Callable[[], dict[str, int]] | None = None
+
+
+def degraded(rt: Any) -> list[str]:
+    """What works less well than it should, without taking the extender out of kube-scheduler's
+    reach (readiness stays "synced"; liveness is untouched): failing sources of the scheduling cache
+    (a hung or refusing Kubernetes API, the database), the decision log and placement writers, and a
+    request pool with every thread busy and requests waiting."""
+    notes = [f"{name}: {health.detail or 'failing'}" for name, health in sorted(rt.cache.view().sources.items())
+             if not health.ok]
+    if rt.decisions.failing:
+        notes.append(f"decision log: {rt.decisions.failing}")
+    if rt.placements.failing:
+        notes.append(f"placements: {rt.placements.failing}")
+    if request_stats is not None:
+        pool = request_stats()
+        if pool["waiting"] and pool["running"] >= pool["threads"]:
+            notes.append(f"requests: all {pool['threads']} request threads busy, {pool['waiting']} waiting")
+    return notes
 
 
 def serve(address: str) -> ThreadingHTTPServer:

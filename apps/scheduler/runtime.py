@@ -37,14 +37,14 @@ from typing import Any
 import orjson
 import redis
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, close_old_connections, connection, transaction
+from django.db import DatabaseError, InterfaceError, close_old_connections, connection
 from django.utils import timezone
 
 from apps.appgroups.selectors import all_appgroup_specs, workload_ids
 from apps.appgroups.services import record_placements
 from apps.probes.selectors import node_usage
 from apps.topology.selectors import current_topology
-from netaware_core import kube
+from netaware_core import deadletter, kube
 from netaware_core.informer import ListWatch
 
 from . import selectors, wire
@@ -329,8 +329,9 @@ class PlacementWriter:
         ids = self.runtime.loader.workload_ids
         rows = [(p.namespace, p.name, p.uid, p.node, *ids[p.workload]) for p in batch if p.workload in ids]
         try:
-            with transaction.atomic():
-                record_placements(rows=rows, source="extender")
+            # A row Postgres refuses is set aside (dead letter); the others are stored.
+            deadletter.store_batch(queue="placements", records=rows,
+                                   store=lambda part: record_placements(rows=part, source="extender"))
         except (DatabaseError, InterfaceError) as exc:
             self.failing = _db_error(exc)
             for placed in batch:  # retried on the next round; placements are idempotent

@@ -54,7 +54,7 @@ def log_decision(
     """Record one decision: appended in O(1); encoded and shipped by the decision log's thread."""
     if not conf("DECISION_LOG"):
         return
-    process_runtime().decisions.add({
+    process_runtime().decisions.add(_fit_columns({
         "ts": timezone.now().isoformat(),
         "verb": str(verb),
         "pod_namespace": pod.namespace if pod else "",
@@ -68,7 +68,21 @@ def log_decision(
         "breakdown": breakdown,
         "error": error,
         "duration_ms": (time.perf_counter() - started) * 1000.0,
-    })
+    }))
+
+
+# Column widths of the decision log: a name longer than Kubernetes allows (the request is refused or
+# answered anyway) is cut to fit, so its record never fails the drain (issue 21; fuzzing found it).
+_COLUMN_LIMITS: dict[str, int] = {f.name: limit for f in Decision._meta.fields
+                                  if (limit := getattr(f, "max_length", None)) and f.name != "verb"}
+
+
+def _fit_columns(record: dict[str, Any]) -> dict[str, Any]:
+    for name, limit in _COLUMN_LIMITS.items():
+        value = record.get(name)
+        if isinstance(value, str) and len(value) > limit:
+            record[name] = value[: limit - 1] + "…"
+    return record
 
 
 def log_bad_request(*, verb: str, error: str, started: float) -> None:

@@ -17,6 +17,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 # The one WSGI app that answers the extender verbs (the web server has no route for them).
 EXTENDER_APP = "netaware_site.extender_wsgi:application"
+# What granian serves: EXTENDER_APP behind the body deadline of netaware_core.rsgi (RSGI interface).
+EXTENDER_SERVED = "netaware_site.extender_wsgi:rsgi"
 
 
 def _address(value: str, flag: str) -> tuple[str, int]:
@@ -47,6 +49,11 @@ class Command(BaseCommand):
                                  "(env NETAWARE_EXTENDER_HEALTH_BIND; empty: none)")
         parser.add_argument("--threads", type=int, default=int(env("NETAWARE_EXTENDER_THREADS", "32")),
                             help="request threads (binds waiting on the API each hold one)")
+        parser.add_argument("--body-timeout", type=float,
+                            default=float(env("NETAWARE_EXTENDER_BODY_TIMEOUT_SECONDS", "1")),
+                            help="seconds a client has to send its request body (kube-scheduler sends it at "
+                                 "once; its httpTimeout is 5 s): a slower body is answered with the reason "
+                                 "and holds no request thread")
         parser.add_argument("--certfile", default=env("NETAWARE_EXTENDER_TLS_CERT_FILE", ""),
                             help="serve HTTPS with this certificate (PEM)")
         parser.add_argument("--keyfile", default=env("NETAWARE_EXTENDER_TLS_KEY_FILE", ""),
@@ -57,6 +64,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from granian import Granian
         from granian.constants import Interfaces
+        from granian.http import HTTP1Settings
 
         host, port = _address(options["bind"], "--bind")
         if options["health_bind"]:
@@ -70,7 +78,11 @@ class Command(BaseCommand):
             raise CommandError("--certfile and --keyfile go together")
         if client_ca and not cert:
             raise CommandError("--client-ca (mutual TLS) needs --certfile and --keyfile")
+        if not 0 < options["body_timeout"] <= 60:
+            raise CommandError("--body-timeout: seconds, more than 0 and at most 60")
         os.environ["NETAWARE_EXTENDER_HEALTH_BIND"] = options["health_bind"]
+        os.environ["NETAWARE_EXTENDER_THREADS"] = str(options["threads"])
+        os.environ["NETAWARE_EXTENDER_BODY_TIMEOUT_SECONDS"] = str(options["body_timeout"])
         # The loader and writers must never hang on a stuck database (their threads, not requests).
         os.environ.setdefault("DATABASE_STATEMENT_TIMEOUT_MS", "5000")
         tls: dict[str, Any] = {}
@@ -82,9 +94,12 @@ class Command(BaseCommand):
         self.stdout.write(f"netaware extender on {scheme}://{host}:{port}/scheduler "
                           f"({'mutual TLS' if client_ca else 'TLS' if cert else 'plain HTTP'}), "
                           f"health on {options['health_bind'] or 'none'}")
+        # Headers are parsed by granian (Rust) within header_read_timeout; bodies by netaware_core.rsgi
+        # within --body-timeout; only complete requests reach one of the --threads request threads.
         Granian(
-            EXTENDER_APP,
-            address=host, port=port, interface=Interfaces.WSGI, workers=1,
-            blocking_threads=options["threads"], respawn_failed_workers=True, log_access=False,
-            backlog=1024, **tls,
+            EXTENDER_SERVED,
+            address=host, port=port, interface=Interfaces.RSGI, workers=1,
+            respawn_failed_workers=True, log_access=False, backlog=1024,
+            http1_settings=HTTP1Settings(header_read_timeout=int(options["body_timeout"] * 1000) + 1000),
+            **tls,
         ).serve()
