@@ -418,7 +418,7 @@ class BindWatch:
         self.done.set()
         if self.conn is not None:
             with contextlib.suppress(OSError, AttributeError):
-                self.conn.sock.shutdown(2)  # type: ignore[union-attr]
+                self.conn.sock.shutdown(2)
             self.conn.close()
 
 

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import quote, urlencode, urlsplit
 
 import orjson
@@ -48,7 +48,8 @@ _lock = threading.Lock()
 class _TimeoutApiClient(k8s.ApiClient):
     """ApiClient that fills in ``_request_timeout`` when a caller forgot it."""
 
-    def call_api(self, method, url, header_params=None, body=None, post_params=None, _request_timeout=None):  # type: ignore[no-untyped-def]
+    def call_api(self, method: str, url: str, header_params: Any = None, body: Any = None, post_params: Any = None,
+                 _request_timeout: Any = None) -> Any:
         return super().call_api(
             method,
             url,
@@ -214,7 +215,8 @@ def bind_pod(*, namespace: str, pod: str, node: str, uid: str | None = None) -> 
         metadata=k8s.V1ObjectMeta(name=pod, namespace=namespace, uid=uid),
         target=k8s.V1ObjectReference(api_version="v1", kind="Node", name=node),
     )
-    resp = core_v1().create_namespaced_pod_binding(pod, namespace, body, _preload_content=False)
+    # _preload_content=False: the raw urllib3 response, not the model the stubs describe
+    resp = cast(urllib3.HTTPResponse, core_v1().create_namespaced_pod_binding(pod, namespace, body, _preload_content=False))
     try:
         resp.read()
     finally:

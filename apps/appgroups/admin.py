@@ -11,7 +11,7 @@ dependencies are read-only on their own pages: a row alone cannot be judged with
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin
@@ -19,6 +19,10 @@ from django.forms.models import BaseInlineFormSet, construct_instance
 
 from . import documents, services
 from .models import AppGroup, AppGroupTombstone, Dependency, Placement, Workload
+
+if TYPE_CHECKING:
+    from django.db.models import ForeignKey, Model, QuerySet
+    from django.http import HttpRequest
 
 
 class _ValuesOnly(forms.ModelForm):
@@ -136,7 +140,7 @@ def _dependency_entry(data: dict[str, Any], target: str, ours: str, theirs: str,
     paths[f"{ours}.metrics"] = f"{theirs}:"
     for field, column in (("metrics.latency", "latency"), ("metrics.bandwidth", "bandwidth"),
                           ("metrics.lossrate", "lossrate"), ("maxNetworkCost", "max_network_cost"),
-                          ("minBandwidth", "min_bandwidth")):
+                          ("minBandwidth", "min_bandwidth"), ("weight", "weight")):
         paths[f"{ours}.{field}"] = f"{theirs}:{column}"
     entry: dict[str, Any] = {"name": target,
                              "metrics": {key: data[key] for key in ("latency", "bandwidth", "lossrate")}}
@@ -144,6 +148,8 @@ def _dependency_entry(data: dict[str, Any], target: str, ours: str, theirs: str,
         entry["maxNetworkCost"] = data["max_network_cost"]
     if data.get("min_bandwidth"):
         entry["minBandwidth"] = data["min_bandwidth"]
+    if data.get("weight") is not None:
+        entry["weight"] = data["weight"]
     return entry
 
 
@@ -153,7 +159,7 @@ class _PageFormSet(BaseInlineFormSet):
     def __init__(self, *args: Any, page: _Page | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.page = page or _Page()
-        self.page.formsets[self.prefix] = self
+        self.page.formsets[self.prefix] = self  # type: ignore[index]  # set by BaseFormSet.__init__
 
     def validate_unique(self) -> None:
         """Duplicate workloads and dependencies are the document validator's to name."""
@@ -185,10 +191,13 @@ class WorkloadForm(_ValuesOnly):
 
 
 class DependencyForm(_ValuesOnly):
+    # Optional like the document's field: left empty, the edge weighs 1 (the paper's unweighted score).
+    weight = forms.FloatField(required=False, initial=1.0, help_text="Edge weight (> 0); empty = 1.")
+
     class Meta:
         model = Dependency
         fields = ("source", "target", "latency", "bandwidth", "lossrate", "max_network_cost", "min_bandwidth",
-                  "position")
+                  "weight", "position")
 
 
 class WorkloadInline(admin.TabularInline):
@@ -206,7 +215,7 @@ class DependencyInline(admin.TabularInline):
     fk_name = "appgroup"
     extra = 0
 
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+    def formfield_for_foreignkey(self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name in ("source", "target"):
             object_id = request.resolver_match.kwargs.get("object_id") if request.resolver_match else None
             kwargs["queryset"] = (
@@ -232,17 +241,17 @@ class AppGroupAdmin(admin.ModelAdmin):
     form = AppGroupForm
     inlines = (WorkloadInline, DependencyInline)
 
-    def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
+    def get_form(self, request: HttpRequest, obj: AppGroup | None = None, change: bool = False, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, change=change, **kwargs)
         return type(form.__name__, (form,), {"page": _Page.of(request)})
 
-    def get_formset_kwargs(self, request, obj, inline, prefix):  # type: ignore[no-untyped-def]
+    def get_formset_kwargs(self, request: HttpRequest, obj: AppGroup, inline: Any, prefix: str) -> dict[str, Any]:
         return {**super().get_formset_kwargs(request, obj, inline, prefix), "page": _Page.of(request)}
 
-    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+    def save_model(self, request: HttpRequest, obj: AppGroup, form: Any, change: bool) -> None:
         """Nothing yet: the row and its graph are written together in ``save_related``."""
 
-    def save_related(self, request, form, formsets, change):  # type: ignore[no-untyped-def]
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         saved = services.save_appgroup(
             spec=_Page.of(request).spec, origin=form.cleaned_data["origin"], appgroup=form.instance if change else None,
             description=form.cleaned_data["description"], create_only=not change,
@@ -250,19 +259,19 @@ class AppGroupAdmin(admin.ModelAdmin):
         form.instance.pk = saved.pk
         form.instance.refresh_from_db()
 
-    def construct_change_message(self, request, form, formsets, add=False):  # type: ignore[no-untyped-def]
+    def construct_change_message(self, request: HttpRequest, form: Any, formsets: Any, add: bool = False) -> Any:
         return super().construct_change_message(request, form, [], add)  # rows were written by the service
 
-    def get_deleted_objects(self, objs, request):  # type: ignore[no-untyped-def]
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
         """Workloads and dependencies go with their AppGroup (their own pages cannot delete them)."""
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
         rows = {str(Workload._meta.verbose_name), str(Dependency._meta.verbose_name)}
         return deleted, counts, perms_needed - rows, protected
 
-    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+    def delete_model(self, request: HttpRequest, obj: AppGroup) -> None:
         services.delete_appgroup(appgroup=obj)
 
-    def delete_queryset(self, request, queryset):  # type: ignore[no-untyped-def]
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[AppGroup]) -> None:
         for appgroup in queryset:
             services.delete_appgroup(appgroup=appgroup)
 
@@ -270,13 +279,13 @@ class AppGroupAdmin(admin.ModelAdmin):
 class _ReadOnly:
     """Shown, never edited here: the row belongs to its AppGroup's page."""
 
-    def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -309,6 +318,7 @@ class DependencyAdmin(_ReadOnly, admin.ModelAdmin):
         "lossrate",
         "max_network_cost",
         "min_bandwidth",
+        "weight",
     )
     list_filter = ("appgroup",)
     list_select_related = ("appgroup", "source", "target")
@@ -331,8 +341,8 @@ class AppGroupTombstoneAdmin(admin.ModelAdmin):
     search_fields = ("namespace", "name", "resource_uid")
     readonly_fields = ("namespace", "name", "resource_uid", "resource_version", "deleted_at")
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False

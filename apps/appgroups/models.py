@@ -9,6 +9,8 @@ The models carry no validators of their own, so no entry point answers with a se
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
@@ -163,6 +165,9 @@ class Dependency(models.Model):
     max_network_cost = models.PositiveIntegerField(null=True, blank=True, help_text="0..10000, as in the KEP")
     min_bandwidth = models.CharField(max_length=32, blank=True, help_text="Kubernetes quantity in bit/s, e.g. 100M")
     min_bandwidth_bps = models.FloatField(null=True, blank=True, editable=False)
+    weight = models.FloatField(
+        default=1.0, help_text="How much this edge counts against the others (> 0; 1 = the paper's unweighted score)."
+    )
 
     class Meta:
         ordering = ("appgroup", "source__position", "position", "id")
@@ -194,6 +199,11 @@ class Dependency(models.Model):
                 violation_error_message=f"maxNetworkCost must be between 0 and {MAX_NETWORK_COST}.",
             ),
             models.CheckConstraint(
+                condition=Q(weight__gt=0),
+                name="appgroups_dependency_weight_positive",
+                violation_error_message="Dependency weight must be greater than 0.",
+            ),
+            models.CheckConstraint(
                 condition=Q(min_bandwidth_bps__isnull=True) | Q(min_bandwidth_bps__gte=0),
                 name="appgroups_dependency_min_bandwidth_non_negative",
                 violation_error_message="minBandwidth must not be negative.",
@@ -209,7 +219,7 @@ class Dependency(models.Model):
         except quantity.QuantityError:
             self.min_bandwidth_bps = None
 
-    def save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def save(self, *args: Any, **kwargs: Any) -> None:
         self._update_derived()
         super().save(*args, **kwargs)
 

@@ -61,6 +61,7 @@ def check_appgroup(
     namespace claims. Writes from the cluster (``origin`` cluster) skip the overlap rule: the
     cluster's state is never lost, the dashboard flags them (``selectors.overlapping_appgroups``)."""
     same_key = AppGroup.objects.filter(namespace=spec.namespace, name=spec.name)
+    current: int | None
     if appgroup is not None and appgroup.pk is not None:
         current, taken = appgroup.pk, same_key.exclude(pk=appgroup.pk).exists()
     else:
@@ -175,6 +176,7 @@ def _dependency_row(appgroup: AppGroup, source: Workload, target: Workload, dep:
         latency=dep.sensitivity.latency, bandwidth=dep.sensitivity.bandwidth, lossrate=dep.sensitivity.lossrate,
         max_network_cost=int(dep.max_network_cost) if dep.max_network_cost is not None else None,
         min_bandwidth=quantity.format_bytes(dep.min_bandwidth_bps) if dep.min_bandwidth_bps is not None else "",
+        weight=dep.weight,
     )
 
 

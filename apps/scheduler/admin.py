@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.utils.html import format_html
@@ -10,6 +11,10 @@ from django.utils.html import format_html
 from . import services
 from .models import Decision, ObservedPod, SchedulerProfile
 from .profiles import document_of
+
+if TYPE_CHECKING:
+    from django.db.models import Model
+    from django.http import HttpRequest
 
 
 @admin.register(SchedulerProfile)
@@ -26,18 +31,18 @@ class SchedulerProfileAdmin(admin.ModelAdmin):
         document = document_of(obj) if obj.pk else None
         return format_html("<pre>{}</pre>", json.dumps(document, indent=2)) if document else "-"
 
-    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+    def save_model(self, request: HttpRequest, obj: SchedulerProfile, form: Any, change: bool) -> None:
         services.save_profile(profile=obj)
 
-    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+    def delete_model(self, request: HttpRequest, obj: SchedulerProfile) -> None:
         services.delete_profile(profile=obj)
 
 
 class _ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 

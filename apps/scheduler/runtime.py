@@ -524,6 +524,7 @@ class ExtenderRuntime:
             remaining = deadline - time.monotonic()
             if remaining <= 0.05:
                 return f"{refused} (no time left to read it from the API)", "failed"
+            record: PodRecord | None
             try:
                 record = wire.pod_record(kube.get_pod(namespace=namespace, name=name, timeout=remaining))
             except Exception as exc:

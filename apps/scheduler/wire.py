@@ -225,7 +225,7 @@ def node_ready(status: Mapping[str, Any]) -> bool:
         return True
     for condition in conditions:
         if isinstance(condition, dict) and get_ci(condition, "type") == "Ready":
-            return get_ci(condition, "status") == "True"
+            return bool(get_ci(condition, "status") == "True")
     return True
 
 

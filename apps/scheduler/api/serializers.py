@@ -43,7 +43,7 @@ class SchedulerProfileSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "created", "updated"]
         # Making a profile the default unsets the previous one (services.save_profile), so the
         # conditional unique constraint must not turn that into a 400 here.
-        extra_kwargs = {"is_default": {"validators": []}}
+        extra_kwargs: dict[str, dict[str, Any]] = {"is_default": {"validators": []}}
 
     def get_document(self, obj: SchedulerProfile) -> dict[str, Any] | None:
         return document_of(obj)

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -106,7 +106,7 @@ class EvaluationReport:
                 "/".join(key): list(nodes) for key, nodes in self.optimum.placements.items()
             }
             out["optimum"]["reference"] = self.optimum.reference
-        return _clean(out)
+        return cast("dict[str, Any]", _clean(out))
 
 
 def _clean(value: Any) -> Any:
@@ -341,7 +341,7 @@ def report_figure(report: EvaluationReport) -> dict[str, Any]:
     fig.update_layout(barmode="group", title=f"{report.scenario}: {report.seeds} arrival orders",
                       yaxis={"range": [0, 105]})
     figure: dict[str, Any] = fig.to_plotly_json()
-    return _plain(figure)
+    return cast("dict[str, Any]", _plain(figure))
 
 
 def _plain(value: Any) -> Any:

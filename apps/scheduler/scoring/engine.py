@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from itertools import compress
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -136,7 +136,7 @@ def _known_mask(state: ClusterState, names: tuple[str, ...], positions: np.ndarr
         return known
     nodes, usage = state.nodes, state.usage
     in_state = np.fromiter((n in nodes or n in usage for n in names), dtype=bool, count=len(names))
-    return known | in_state
+    return cast(np.ndarray, known | in_state)
 
 
 def _context(state: ClusterState, pod: PodInfo, candidates: Sequence[str], memo: bool) -> Context:

@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from apps.appgroups.graph import AppGroupSpec
-from apps.probes.usage import NodeUsage
+from apps.probes.usage import NodeUsage as NodeUsage  # re-exported: part of the state's vocabulary
 from apps.topology.topomath import Topology
 
 from .indexes import StateIndexes, build_indexes
