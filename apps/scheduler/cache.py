@@ -244,6 +244,11 @@ class SchedulingCache:
         with self._lock:
             return self._pods.get((namespace, name))
 
+    def workload_of(self, record: PodRecord) -> WorkloadKey | None:
+        """The pod's AppGroup workload against the AppGroups this cache holds (memoised per record)."""
+        with self._lock:
+            return self._workload_of(record)
+
     def assume(self, *, namespace: str, name: str, uid: str, node: str) -> bool:
         """Check that the pod is ours to bind and place it on ``node`` now; raises BindRefused.
         False when it is already bound there (a re-sent bind: nothing to do)."""

@@ -50,11 +50,32 @@ def set_outcome(outcome: str) -> None:
     _local.outcome = outcome
 
 
+# Labelled children looked up once: ``labels()`` takes a lock and builds a key tuple on every call
+# (~10 µs, three times per pod); the children are never removed, so the cached ones stay the live ones.
+_SECONDS_BY_VERB: dict[str, Any] = {}
+_REQUESTS_BY_LABELS: dict[tuple[str, str], Any] = {}
+_BINDS_BY_OUTCOME: dict[str, Any] = {}
+
+
 def observe_request(verb: str, seconds: float, outcome: str) -> None:
     outcome = getattr(_local, "outcome", None) or outcome
     _local.outcome = None
-    REQUEST_SECONDS.labels(verb).observe(seconds)
-    REQUESTS.labels(verb, outcome).inc()
+    histogram = _SECONDS_BY_VERB.get(verb)
+    if histogram is None:
+        histogram = _SECONDS_BY_VERB[verb] = REQUEST_SECONDS.labels(verb)
+    histogram.observe(seconds)
+    counter = _REQUESTS_BY_LABELS.get((verb, outcome))
+    if counter is None:
+        counter = _REQUESTS_BY_LABELS[(verb, outcome)] = REQUESTS.labels(verb, outcome)
+    counter.inc()
+
+
+def count_bind(outcome: str) -> None:
+    """One bind answered with ``outcome`` (ok, refused, failed)."""
+    counter = _BINDS_BY_OUTCOME.get(outcome)
+    if counter is None:
+        counter = _BINDS_BY_OUTCOME[outcome] = BINDS.labels(outcome)
+    counter.inc()
 
 
 class _RuntimeCollector(Collector):

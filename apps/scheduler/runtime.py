@@ -50,7 +50,6 @@ from netaware_core.informer import ListWatch
 from . import selectors, wire
 from .cache import BindRefused, CacheView, PodRecord, SchedulingCache, WorkloadKey
 from .decisionlog import DecisionLog
-from .scoring.common import resolve_in
 from .selectors import conf
 
 log = logging.getLogger(__name__)
@@ -554,10 +553,10 @@ class ExtenderRuntime:
     def _workload_of(self, record: PodRecord | None) -> WorkloadKey | None:
         if record is None:
             return None
-        if record.workload is not None:
-            return record.workload
-        ref, _ = resolve_in(self.cache.view().state.appgroups, namespace=record.namespace, labels=record.labels)
-        return ref.key if ref is not None else None
+        # The cache's memoised resolution against the AppGroups it holds, not view().state's: a view
+        # here would rebuild the ClusterState after every bind, on the bind's thread, only for the
+        # next filter to rebuild it again once the watch event lands.
+        return self.cache.workload_of(record)
 
     def _create_binding(self, *, namespace: str, name: str, uid: str, node: str, deadline: float) -> str:
         attempt = 0

@@ -256,7 +256,7 @@ def handle_bind(body: bytes, started: float) -> bytes:
         deadline = time.monotonic() + float(conf("BIND_DEADLINE_SECONDS"))
         error, outcome = rt.bind(namespace=binding.pod_namespace, name=binding.pod_name, uid=binding.pod_uid,
                                  node=binding.node, deadline=deadline)
-    metrics.BINDS.labels(outcome).inc()
+    metrics.count_bind(outcome)
     if error:
         metrics.set_outcome("error")
         log.warning("bind %s/%s to %s: %s", pod.namespace, pod.name, binding.node, error)
