@@ -170,15 +170,19 @@ def _heatmap(snapshot: TopologySnapshot, metric: str) -> dict[str, Any]:
         sampled[si[ok], ti[ok]] = v[ok] * factor
     if from_snapshot is not None:
         values = np.array(from_snapshot, dtype=np.float64)
+        # The snapshot's inferred/stale flags are per pair, set when *any* metric was filled or
+        # dropped (bandwidth is tested on fewer pairs than RTT): a pair with recent samples of this
+        # metric's own series is measured for this metric, whatever the other metrics say.
+        unsampled = counts == 0
         kind = np.where(np.isnan(values), NONE, MEASURED)
-        kind = np.where(topology.inferred & ~np.isnan(values), INFERRED, kind)
-        kind = np.where(topology.stale & ~np.isnan(values), STALE_INFERRED, kind)
-        kind = np.where(topology.stale & np.isnan(values), STALE, kind)
+        kind = np.where(topology.inferred & unsampled & ~np.isnan(values), INFERRED, kind)
+        kind = np.where(topology.stale & unsampled & ~np.isnan(values), STALE_INFERRED, kind)
+        kind = np.where(topology.stale & unsampled & np.isnan(values), STALE, kind)
         source = f"snapshot v{snapshot.version}: what the scheduler scores with"
     else:
         values = sampled
         kind = np.where(np.isnan(values), NONE, MEASURED)
-        kind = np.where(topology.stale & np.isnan(values), STALE, kind)
+        kind = np.where(topology.stale & (counts == 0) & np.isnan(values), STALE, kind)
         q = round(snapshot.latency_quantile * 100)
         source = f"newest stored {series} samples (the scheduler uses p{q})"
     np.fill_diagonal(values, np.nan)
@@ -198,6 +202,53 @@ def _heatmap(snapshot: TopologySnapshot, metric: str) -> dict[str, Any]:
         "sampleWindowSeconds": _stale_after(),
         "min": float(finite.min()) if finite.size else None, "max": float(finite.max()) if finite.size else None,
         "kinds": {str(k): v for k, v in KIND_NAMES.items()},
+    }
+
+
+# --- worst pairs ---------------------------------------------------------------------------------
+
+# Metrics where a higher value is worse (latency, loss); for bandwidth a lower value is.
+HIGHER_IS_WORSE = {key: key != "bandwidth" for key in METRICS}
+MAX_WORST_PAIRS = 500
+
+
+def worst_pairs(*, sort: str, limit: int, worst_first: bool = True) -> tuple[str, dict[str, Any] | None]:
+    """(ETag, data): the ``limit`` node pairs ranked by ``sort`` (worst first, or best first), each
+    with every metric's value and how it is known, so one table can be re-sorted by any metric.
+
+    Built from the per-metric heatmaps (cached), so it agrees cell for cell with what the map shows.
+    """
+    if sort not in METRICS:
+        raise ValueError(f"sort: {sort!r} is not one of {', '.join(METRICS)}")
+    if not 1 <= limit <= MAX_WORST_PAIRS:
+        raise ValueError(f"limit: {limit} is not between 1 and {MAX_WORST_PAIRS}")
+    maps: dict[str, dict[str, Any]] = {}
+    keys = []
+    for metric in METRICS:
+        key, data = heatmap(metric=metric)
+        if data is None:
+            return "none", None
+        maps[metric] = data
+        keys.append(key)
+    nodes, zones = maps[sort]["nodes"], maps[sort]["zones"]
+    n = len(nodes)
+    values = np.array([np.nan if v is None else v for v in maps[sort]["values"]], dtype=np.float64)
+    ranked = np.flatnonzero(~np.isnan(values))
+    high_first = HIGHER_IS_WORSE[sort] == worst_first
+    by = -values[ranked] if high_first else values[ranked]
+    picked = ranked[np.argsort(by, kind="stable")[:limit]]
+    rows = [{
+        "source": nodes[k // n], "target": nodes[k % n],
+        "sourceZone": zones[k // n], "targetZone": zones[k % n],
+        "values": {m: maps[m]["values"][k] for m in METRICS},
+        "kinds": {m: KIND_NAMES[maps[m]["kind"][k]] for m in METRICS},
+    } for k in picked.tolist()]
+    return version_key("worst", keys, sort, limit, worst_first), {
+        "sort": sort, "limit": limit, "worstFirst": worst_first, "ranked": int(ranked.size),
+        "version": maps[sort]["version"],
+        "metrics": [{"key": m, "label": METRICS[m][1], "unit": METRICS[m][2],
+                     "higherIsWorse": HIGHER_IS_WORSE[m]} for m in METRICS],
+        "rows": rows,
     }
 
 

@@ -31,6 +31,7 @@ urlpatterns = [
     re_path(r"^appgroups/(?P<pk>\d+)/delete/?$", appgroups.appgroup_delete, name="dashboard-appgroup-delete"),
 
     path("dashboard/data/heatmap", topology.heatmap_data, name="dashboard-data-heatmap"),
+    path("dashboard/data/pairs", topology.worst_pairs_data, name="dashboard-data-pairs"),
     path("dashboard/data/zones", topology.zones_data, name="dashboard-data-zones"),
     re_path(rf"^dashboard/data/links/{_NODE}/{_PEER}$", topology.link_data, name="dashboard-data-link"),
     path("dashboard/data/placements", placements.placements_data, name="dashboard-data-placements"),

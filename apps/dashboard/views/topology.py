@@ -14,9 +14,13 @@ from .common import data_response, error_response
 
 @require_GET
 def topology_page(request):  # type: ignore[no-untyped-def]
+    # The view's state lives in the query string (metric, zoom, worst-pairs sort): a reload or a
+    # shared link shows the same; the metric is read here so the early data fetch asks for it.
+    metric = request.GET.get("metric")
     return render(request, "dashboard/topology.html", {
         "metrics": [(key, label, unit) for key, (_s, label, unit, _f) in selectors.METRICS.items()],
-        "default_metric": _default_metric(),
+        "default_metric": metric if metric in selectors.METRICS else _default_metric(),
+        "top_choices": (10, 20, 50, 100),
     })
 
 
@@ -39,6 +43,26 @@ def heatmap_data(request):  # type: ignore[no-untyped-def]
     snapshot = current_snapshot()
     fresh = selectors.freshness(snapshot)  # type: ignore[arg-type]
     return data_response(request, etag + ("s" if fresh["stale"] else ""), {**data, **fresh})
+
+
+@require_GET
+def worst_pairs_data(request):  # type: ignore[no-untyped-def]
+    """The worst node pairs by one metric (``sort``), top ``limit``; ``order=best`` ranks the best first."""
+    raw_limit = request.GET.get("limit") or "20"
+    if not raw_limit.isdigit():
+        return error_response(f"limit: {raw_limit!r} is not a whole number", field="limit")
+    order = request.GET.get("order") or "worst"
+    if order not in ("worst", "best"):
+        return error_response(f"order: {order!r} is not one of worst, best", field="order")
+    sort = request.GET.get("sort") or _default_metric()
+    try:
+        etag, data = selectors.worst_pairs(sort=sort, limit=int(raw_limit), worst_first=order == "worst")
+    except ValueError as exc:
+        field = str(exc).split(":", 1)[0]
+        return error_response(str(exc), field=field)
+    if data is None:
+        return error_response("No NetworkTopology yet.", status=404)
+    return data_response(request, etag, data)
 
 
 @require_GET
