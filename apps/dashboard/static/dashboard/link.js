@@ -28,5 +28,10 @@
   }
   const live = N.live(url, 30, draw, { takenAt: b => b.until * 1000,
     onError: r => N.showError("link-error", "Could not load the link: HTTP " + r.status + " " + JSON.stringify(r.body)) });
-  range.addEventListener("change", () => live.refresh());
+  // The range is in the page address, so a reload or a shared link shows the same range.
+  range.addEventListener("change", () => {
+    const q = new URLSearchParams(location.search); q.set("range", range.value);
+    history.replaceState(null, "", location.pathname + "?" + q.toString());
+    live.refresh();
+  });
 })();

@@ -1,0 +1,132 @@
+"""An operator's triage in a real browser (Debian chromium via Playwright) over a seeded measured
+topology: rank the worst pairs by any metric and open one; colours that do not saturate; the view
+kept in the address across a reload; the heatmap driven by the keyboard alone; axe-core finds no
+serious or critical violation; at phone width the page does not scroll sideways."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.browser import PHONE, axe_serious, chromium, logged_in_page, overflowing, sideways_scroll
+from tests.support.dashboard_seed import seed_triage
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="module")
+def browser(django_db_setup, django_db_blocker):
+    with chromium() as browser:
+        yield browser
+
+
+def heat(page):
+    return page.evaluate("() => document.getElementById('heatmap').netawareHeat()")
+
+
+def worst_column(page, metric: str) -> list[float]:
+    return page.evaluate(f"() => [...document.querySelectorAll('#worst-table tbody td[data-metric={metric}]')]"
+                         ".map(td => parseFloat(td.textContent))")
+
+
+def test_worst_pairs_colours_url_state_and_keyboard_on_the_topology_page(browser, live_server):
+    seed_triage(bandwidth_pairs=10)
+    page = logged_in_page(browser, live_server.url, "viewer")
+    page.goto(page.base + "/")
+    page.wait_for_selector("#heatmap[data-version] canvas.heat")
+
+    # The colour scale follows the values' rank: the far zone's links spread over the scale instead of
+    # all sitting at its dark end, and the bar carries quantile ticks.
+    data = heat(page)
+    ts = [t for row in data["t"] for t in row if t is not None]
+    assert len(ts) == 42
+    assert sum(t > 0.9 for t in ts) <= 0.15 * len(ts)
+    assert len({round(t, 3) for t in ts}) > 20
+    assert [t["name"] for t in data["ticks"]] == ["min", "p25", "p50", "p75", "p90", "p99", "max"]
+
+    # Worst pairs: 20 rows, worst p90 first; a click on another metric's column ranks by it, a second
+    # click reverses; bandwidth ranks lowest first.
+    page.wait_for_selector("#worst-table tbody tr[data-pair]")
+    assert page.locator("#worst-table tbody tr").count() == 20
+    p90 = worst_column(page, "latency_p90")
+    assert p90 == sorted(p90, reverse=True) and p90[0] == max(v for row in data["z"] for v in row if v is not None)
+    page.click("#worst-table button.sort[data-sort=latency_p99]")
+    page.wait_for_selector("#worst-table th[data-sort=latency_p99][aria-sort=descending]")
+    p99 = worst_column(page, "latency_p99")
+    assert p99 == sorted(p99, reverse=True)
+    page.click("#worst-table button.sort[data-sort=latency_p99]")
+    page.wait_for_selector("#worst-table th[data-sort=latency_p99][aria-sort=ascending]")
+    assert worst_column(page, "latency_p99") == sorted(worst_column(page, "latency_p99"))
+    page.click("#worst-table button.sort[data-sort=bandwidth]")
+    page.wait_for_selector("#worst-table th[data-sort=bandwidth][aria-sort=ascending]")
+    bandwidth = worst_column(page, "bandwidth")
+    assert bandwidth == sorted(bandwidth)
+    assert page.locator("#worst-table tbody td[data-metric=bandwidth][data-kind=inferred]").count() > 0
+    page.click("#worst-table button.sort[data-sort=loss]")
+    page.wait_for_selector("#worst-table th[data-sort=loss][aria-sort=descending]")
+    page.select_option("#worst-limit", "10")
+    page.wait_for_function("() => document.querySelectorAll('#worst-table tbody tr').length === 10")
+    assert worst_column(page, "loss")[0] == 4.0  # loss in %, the f2 pairs
+
+    # Metric and zoom go into the address; a reload keeps metric, zoom and the table's ranking.
+    page.select_option("#metric", "latency_p99")
+    page.wait_for_function("() => document.getElementById('heatmap').dataset.metric === 'latency_p99'")
+    page.locator("#heatmap canvas.heat").scroll_into_view_if_needed()
+    box, plot = page.locator("#heatmap canvas.heat").bounding_box(), heat(page)["plot"]
+    at = lambda i: (box["x"] + plot["left"] + (i + 0.5) * plot["cw"], box["y"] + plot["top"] + (i + 0.5) * plot["ch"])  # noqa: E731
+    page.mouse.move(*at(1))
+    page.mouse.down()
+    page.mouse.move(*at(2), steps=3)
+    page.mouse.move(*at(4), steps=3)
+    page.mouse.up()
+    assert heat(page)["range"] == [0.5, 4.5]
+    assert "metric=latency_p99" in page.url and "zoom=" in page.url and "sort=loss" in page.url and "top=10" in page.url
+    page.reload()
+    page.wait_for_selector("#heatmap[data-version] canvas.heat")
+    page.wait_for_function("() => document.querySelectorAll('#worst-table tbody tr').length === 10")
+    assert page.eval_on_selector("#metric", "el => el.value") == "latency_p99"
+    assert heat(page)["metric"] == "latency_p99" and heat(page)["range"] == [0.5, 4.5]
+    assert page.locator("#worst-table th[data-sort=loss][aria-sort=descending]").count() == 1
+
+    # The keyboard alone: tab to the map, arrows choose a cell (announced), Enter opens its link.
+    labels = heat(page)["x"]
+    page.focus("#heatmap canvas.heat")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowDown")
+    cursor = heat(page)["cursor"]
+    announced = page.inner_text("#heatmap-live")
+    assert f"{labels[cursor['r']]} → {labels[cursor['c']]}" in announced and "latency p99" in announced.lower()
+    assert "measured" in announced
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/links/{labels[cursor['r']]}/{labels[cursor['c']]}/")
+
+    # The link page keeps its range in the address too.
+    page.select_option("#range", "24h")
+    page.wait_for_function("() => location.search.includes('range=24h')")
+    page.reload()
+    assert page.eval_on_selector("#range", "el => el.value") == "24h"
+    page.wait_for_function("() => Number(document.getElementById('link-latency').dataset.points) >= 1")
+    assert axe_serious(page) == []
+
+    # A worst-pairs row links to its link page.
+    page.goto(page.base + "/?sort=latency_p90")
+    page.wait_for_selector("#worst-table tbody tr[data-pair] a")
+    first = page.get_attribute("#worst-table tbody tr[data-pair]", "data-pair")
+    page.click("#worst-table tbody tr[data-pair] a")
+    page.wait_for_url(f"**/links/{first}/")
+
+    page.goto(page.base + "/")
+    page.wait_for_selector("#heatmap[data-version] canvas.heat")
+    page.wait_for_selector("#worst-table tbody tr[data-pair]")
+    assert axe_serious(page) == []
+    assert page.problems == []
+
+
+def test_topology_page_at_phone_width_scrolls_only_inside_its_containers(browser, live_server):
+    seed_triage()
+    page = logged_in_page(browser, live_server.url, "viewer", viewport=PHONE)
+    page.goto(page.base + "/")
+    page.wait_for_selector("#heatmap[data-version] canvas.heat")
+    page.wait_for_selector("#worst-table tbody tr[data-pair]")
+    assert sideways_scroll(page) <= 0, overflowing(page)
+    assert page.locator("header.topbar").bounding_box()["height"] <= 110
+    assert page.problems == []
