@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.browser import PHONE, axe_serious, chromium, logged_in_page, overflowing, sideways_scroll
+from tests.support.browser import PHONE, axe_serious, chromium, logged_in_page, overflowing, shot, sideways_scroll
 from tests.support.dashboard_seed import seed_triage
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -118,6 +118,7 @@ def test_worst_pairs_colours_url_state_and_keyboard_on_the_topology_page(browser
     page.wait_for_selector("#heatmap[data-version] canvas.heat")
     page.wait_for_selector("#worst-table tbody tr[data-pair]")
     assert axe_serious(page) == []
+    shot(page, "triage-topology")
     assert page.problems == []
 
 
@@ -128,5 +129,6 @@ def test_topology_page_at_phone_width_scrolls_only_inside_its_containers(browser
     page.wait_for_selector("#heatmap[data-version] canvas.heat")
     page.wait_for_selector("#worst-table tbody tr[data-pair]")
     assert sideways_scroll(page) <= 0, overflowing(page)
+    shot(page, "triage-topology-phone")
     assert page.locator("header.topbar").bounding_box()["height"] <= 110
     assert page.problems == []

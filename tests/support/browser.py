@@ -106,3 +106,10 @@ def overflowing(page) -> list[str]:
       return [...document.querySelectorAll('body *')].filter(el => el.getBoundingClientRect().right > window.innerWidth + 1 && !scrolls(el))
         .slice(0, 12).map(el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className && typeof el.className === 'string' ? '.' + el.className.split(' ').join('.') : '') + ' ' + Math.round(el.getBoundingClientRect().right));
     }""")
+
+
+def shot(page, name: str) -> None:
+    """A full-page screenshot into $NETAWARE_SHOTS (default /tmp/netaware-shots), for a person to look at."""
+    folder = Path(os.environ.get("NETAWARE_SHOTS", "/tmp/netaware-shots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
