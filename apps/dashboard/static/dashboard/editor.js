@@ -183,7 +183,7 @@
   function preview(p) {
     const el = document.getElementById("graph-preview");
     if (!p) return;
-    Plotly.react(el, p.figure.data, Object.assign({}, p.figure.layout, { height: 380, uirevision: "graph" }), { responsive: true, displaylogo: false });
+    N.plotly().then(() => Plotly.react(el, p.figure.data, Object.assign({}, p.figure.layout, { height: 380, uirevision: "graph" }), { responsive: true, displaylogo: false }));
     const ol = document.getElementById("order-preview"); ol.innerHTML = "";
     p.order.forEach(n => ol.appendChild(N.el("li", {}, n)));
     document.getElementById("cycle-preview").innerHTML = "";

@@ -14,9 +14,9 @@
       if (hourly.t.length) traces.push({ type: "scatter", mode: "lines", name: label + " (hourly mean)", x: times(hourly.t), y: hourly.v, line: { color: colour, dash: "dot" } });
     });
     const el = document.getElementById(id);
-    Plotly.react(el, traces, { margin: { t: 20, l: 60, r: 10, b: 40 }, uirevision: id + range.value, yaxis: { title: { text: unit }, rangemode: "tozero" },
+    N.plotly().then(() => Plotly.react(el, traces, { margin: { t: 20, l: 60, r: 10, b: 40 }, uirevision: id + range.value, yaxis: { title: { text: unit }, rangemode: "tozero" },
       xaxis: { type: "date", range: [new Date(body.since * 1000), new Date(body.until * 1000)] }, legend: { orientation: "h", y: 1.15 } },
-      { responsive: true, displaylogo: false });
+      { responsive: true, displaylogo: false }));
     el.dataset.points = traces.reduce((s, t) => s + t.x.length, 0);
   }
   function draw(body) {

@@ -336,12 +336,7 @@
 
   // Plotly (for the zone graph) is fetched only once the heatmap is on screen (or has said why not).
   let startPlotly;
-  const plotlyReady = new Promise(resolve => { startPlotly = resolve; }).then(() => new Promise((resolve, reject) => {
-    const s = document.createElement("script");
-    s.src = document.getElementById("zone-graph").dataset.plotly;
-    s.onload = resolve; s.onerror = () => reject(new Error("could not load " + s.src));
-    document.head.appendChild(s);
-  }));
+  const plotlyReady = new Promise(resolve => { startPlotly = resolve; }).then(() => N.plotly());
   function loadPlotly() { startPlotly(); }
 
   const heat = N.live(() => "/dashboard/data/heatmap?metric=" + encodeURIComponent(metricSelect.value), 15, drawHeatmap, {
