@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.browser import PHONE, axe_serious, chromium, logged_in_page, overflowing, shot, sideways_scroll
+from tests.support.browser import (
+    PHONE,
+    axe_serious,
+    chromium,
+    logged_in_page,
+    overflowing,
+    shot,
+    sideways_scroll,
+)
 from tests.support.dashboard_seed import seed_triage
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -131,4 +139,126 @@ def test_topology_page_at_phone_width_scrolls_only_inside_its_containers(browser
     assert sideways_scroll(page) <= 0, overflowing(page)
     shot(page, "triage-topology-phone")
     assert page.locator("header.topbar").bounding_box()["height"] <= 110
+    assert page.problems == []
+
+
+def extender_calls(settings, pod_name: str, labels: dict[str, str], nodes: list[str]) -> None:
+    """A filter and a prioritize call for one pod through the real extender endpoints."""
+    import orjson
+    from django.test import Client
+
+    from tests.support.extender_wire import extender_args, k8s_pod, use_extender_test_settings
+
+    use_extender_test_settings(settings)
+    pod = k8s_pod(pod_name, labels=labels)
+    client = Client()
+    for verb in ("filter", "prioritize"):
+        body = orjson.dumps(extender_args(pod, node_names=nodes))
+        assert client.post(f"/scheduler/{verb}", body, content_type="application/json").status_code == 200
+
+
+def test_why_a_pod_is_here_in_one_click_and_decisions_keep_their_state(browser, live_server, settings):
+    from tests.support.dashboard_seed import TRIAGE_ZONES, place, seed_boutique
+
+    seed_triage()
+    group = seed_boutique()
+    place("frontend", "a1")
+    extender_calls(settings, "frontend-0", {"app": "frontend"}, list(TRIAGE_ZONES))
+    page = logged_in_page(browser, live_server.url, "viewer")
+
+    # The AppGroup page links to its decisions, and each placed pod to why it is where it is.
+    page.goto(page.base + f"/appgroups/{group.pk}")
+    page.click("#appgroup-decisions")
+    page.wait_for_selector("#decision-table tbody tr[data-id]")
+    assert "appgroup=" in page.url
+    page.goto(page.base + f"/appgroups/{group.pk}")
+    page.click("#placement-table a.why-here")
+    page.wait_for_selector("#breakdown-why h3")
+    assert "prioritize" in page.inner_text("#breakdown-title")
+    why = page.inner_text("#breakdown-why")
+    assert "Filter call:" in why and "passed" in why, why
+    assert "open=" in page.url and "open=newest" not in page.url  # the opened decision is in the address
+
+    # A reload (or the shared address) opens the same decision; the page size is kept too.
+    opened = page.get_attribute("#decision-table tr.selected", "data-id")
+    page.select_option("#page-size", "25")
+    page.wait_for_function("() => location.search.includes('limit=25')")
+    page.goto(page.url)
+    page.wait_for_selector("#breakdown-why h3")
+    assert page.get_attribute("#decision-table tr.selected", "data-id") == opened
+    assert page.eval_on_selector("#page-size", "el => el.value") == "25"
+
+    # The filter call opens from the explanation; rows are reachable by keyboard (their time is a link).
+    page.click("#why-filter-link")
+    page.wait_for_function("() => document.getElementById('breakdown-title').textContent.startsWith('filter')")
+    page.focus("#decision-table a.open-decision")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#decision-table tr.selected")
+    assert axe_serious(page) == []
+
+    # The placements map's pod panel has the same one-click link.
+    page.goto(page.base + "/placements/")
+    page.click(".chip[data-pod='default/frontend-0']")
+    page.click("#pod-why")
+    page.wait_for_selector("#breakdown-why h3")
+    assert page.problems == []
+
+
+def test_editor_shows_every_problem_follows_renames_and_keeps_the_keyboard(browser, live_server):
+    seed_triage()
+    page = logged_in_page(browser, live_server.url, "editor")
+    page.goto(page.base + "/appgroups/new")
+    # Plotly is not fetched before a chart is drawn.
+    assert not page.evaluate("() => 'Plotly' in window")
+    page.fill("input[name=name]", "shop")
+    # Keyboard only: Enter on "+ Add workload" focuses the new name field; typing there goes on.
+    page.focus("#add-workload")
+    page.keyboard.press("Enter")
+    assert page.evaluate("() => document.activeElement.name") == "w0-name"
+    page.keyboard.type("web")
+    page.fill("input[name=w0-label0-value]", "web")
+    page.click("#add-workload")
+    page.fill("input[name=w1-name]", "db")
+    page.fill("input[name=w1-label0-value]", "db")
+    # "+ dependency" by keyboard focuses the new drop-down, "+ label" the new key field, "×" returns to "+ label".
+    page.focus(".editor-workload[data-workload='0'] [data-focus=w0-add-dep]")
+    page.keyboard.press("Enter")
+    assert page.evaluate("() => document.activeElement.name") == "w0-dep0-target"
+    page.focus("[data-focus=w1-add-label]")
+    page.keyboard.press("Enter")
+    assert page.evaluate("() => document.activeElement.name") == "w1-label1-key"
+    remove = page.get_by_role("button", name="Remove label 2 of workload db")  # the new, still empty, second label
+    remove.focus()
+    page.keyboard.press("Enter")
+    assert page.evaluate("() => document.activeElement.dataset.focus") == "w1-add-label"
+    # Renaming a workload renames it in the drop-downs that point at it.
+    assert page.eval_on_selector("select[name=w0-dep0-target]", "el => el.value") == "db"
+    page.fill("input[name=w1-name]", "database")
+    assert page.eval_on_selector("select[name=w0-dep0-target]", "el => el.value") == "database"
+    assert page.evaluate("() => document.activeElement.name") == "w1-name"
+    page.wait_for_function("() => document.getElementById('editor').dataset.valid === 'true'")
+
+    # Three mistakes at once: each next to its field and all listed beside Save.
+    page.fill("input[name=w0-weight]", "-1")
+    page.fill("input[name=w1-name]", "web")  # duplicate name
+    page.fill("input[name=w0-dep0-latency]", "0")
+    page.fill("input[name=w0-dep0-bandwidth]", "0")
+    page.fill("input[name=w0-dep0-lossrate]", "0")  # sensitivities sum to 0
+    page.wait_for_function("() => document.querySelectorAll('#error-summary li').length >= 3")
+    paths = page.evaluate("() => [...document.querySelectorAll('#error-summary [data-error-path]')].map(b => b.dataset.errorPath)")
+    assert {"spec.workloads[0].weight", "spec.workloads[1].name"} <= set(paths), paths
+    assert any(p.startswith("spec.workloads[0].dependencies[0]") for p in paths), paths
+    assert page.locator("input.invalid").count() >= 2
+    # Save stays in view while the form scrolls.
+    page.mouse.wheel(0, 3000)
+    assert page.locator("#save").is_visible()
+    box = page.locator("#save").bounding_box()
+    assert 0 <= box["y"] <= page.viewport_size["height"] - box["height"]
+    assert axe_serious(page) == []
+
+    # Leaving with unsaved edits asks first.
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.type), d.dismiss()))
+    page.click("a.button.secondary:has-text('Cancel')")
+    assert dialogs == ["beforeunload"]
     assert page.problems == []

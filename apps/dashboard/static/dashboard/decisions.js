@@ -60,6 +60,7 @@
     document.getElementById("newer").disabled = offset === 0;
     document.getElementById("older").disabled = offset + rows.length >= count;
     if (!rows.length) { const tr = N.el("tr"); tr.appendChild(N.el("td", { colspan: 8 }, "No decisions match.")); tbody.appendChild(tr); }
+    if (openId === "newest") openId = rows.length ? String(rows[0].id) : null;  // ?open=newest: the first row, opened
     rows.forEach(d => {
       const tr = N.el("tr", { "data-id": d.id, style: "cursor:pointer" });
       // The time is a link to this decision (focusable, Enter opens it here, shareable).
@@ -178,5 +179,8 @@
     a.addEventListener("click", ev => { ev.preventDefault(); openId = f.id; saveState(); show(f.id); });
     box.appendChild(a);
   }
-  if (openId) show(openId);
+  if (openId && openId !== "newest") show(openId);
+  else if (openId === "newest") {  // opened once the first page is there
+    const wait = setInterval(() => { if (openId !== "newest") { clearInterval(wait); if (openId) { saveState(); show(openId); } } }, 100);
+  }
 })();
