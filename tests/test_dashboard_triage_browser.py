@@ -262,3 +262,43 @@ def test_editor_shows_every_problem_follows_renames_and_keeps_the_keyboard(brows
     page.click("a.button.secondary:has-text('Cancel')")
     assert dialogs == ["beforeunload"]
     assert page.problems == []
+
+
+def every_page(group_pk: int) -> list[tuple[str, str]]:
+    """(path, selector of its main content once drawn) for every page of ours."""
+    return [("/", "#worst-table tbody tr[data-pair]"), ("/links/a1/f2/", "#link-latency[data-points]"),
+            ("/placements/", ".chip"), ("/appgroups/", "#appgroup-table"), (f"/appgroups/{group_pk}", "#graph .main-svg"),
+            (f"/appgroups/{group_pk}/edit", "#graph-preview .main-svg"), (f"/appgroups/{group_pk}/yaml", "#id_document"),
+            ("/appgroups/new", "#add-workload"), ("/appgroups/import", "#id_document"),
+            (f"/appgroups/{group_pk}/delete", "form"), ("/decisions/", "#decision-table tbody tr"),
+            ("/diagnose/?labels=app%3Dfrontend", "#diagnosis-sentences"), ("/evaluation/", "#run-evaluation"),
+            ("/account/", "#token-table")]
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+def test_every_page_passes_axe_and_fits_a_phone(browser, live_server, viewport):
+    from tests.support.browser import DESKTOP
+    from tests.support.dashboard_seed import place, seed_boutique
+
+    seed_triage()
+    group = seed_boutique()
+    place("frontend", "a1")
+    page = logged_in_page(browser, live_server.url, "editor", viewport=PHONE if viewport == "phone" else DESKTOP)
+    found: dict[str, list[str]] = {}
+    for path, ready in every_page(group.pk):
+        page.goto(page.base + path)
+        page.wait_for_selector(ready, state="attached")
+        problems = axe_serious(page) if viewport == "desktop" else (
+            [f"scrolls sideways by {sideways_scroll(page)} px: {overflowing(page)}"] if sideways_scroll(page) > 0 else [])
+        if viewport == "phone":
+            height = page.locator("header.topbar").bounding_box()["height"]
+            if height > 110:
+                problems.append(f"header {height} px high")
+        if problems:
+            found[path] = problems
+        shot(page, f"page-{viewport}-{path.strip('/').replace('/', '-').replace('?', '-') or 'topology'}")
+    page.context.clear_cookies()
+    page.goto(page.base + "/login/")
+    found.update({"/login/": axe_serious(page)} if viewport == "desktop" and axe_serious(page) else {})
+    assert found == {}
+    assert page.problems == []

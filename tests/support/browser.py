@@ -101,8 +101,18 @@ def overflowing(page) -> list[str]:
     """Elements reaching past the window's right edge that are not inside a scrolling container:
     what to fix when ``sideways_scroll`` is positive."""
     return page.evaluate("""() => {
-      const scrolls = el => { for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
-        const o = getComputedStyle(p).overflowX; if (o === 'auto' || o === 'scroll' || o === 'hidden') return true; } return false; };
+      // Clipped by a scrolling ancestor that is also its containing block's ancestor (an absolute
+      // element escapes an unpositioned scroller: it is not clipped by it).
+      const scrolls = el => {
+        let absolute = getComputedStyle(el).position === 'absolute' || getComputedStyle(el).position === 'fixed';
+        for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+          const style = getComputedStyle(p);
+          if (absolute && style.position === 'static') continue;
+          absolute = style.position === 'absolute' || style.position === 'fixed';
+          if (['auto', 'scroll', 'hidden'].includes(style.overflowX)) return true;
+        }
+        return false;
+      };
       return [...document.querySelectorAll('body *')].filter(el => el.getBoundingClientRect().right > window.innerWidth + 1 && !scrolls(el))
         .slice(0, 12).map(el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className && typeof el.className === 'string' ? '.' + el.className.split(' ').join('.') : '') + ' ' + Math.round(el.getBoundingClientRect().right));
     }""")
