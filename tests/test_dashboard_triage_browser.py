@@ -272,7 +272,8 @@ def every_page(group_pk: int) -> list[tuple[str, str]]:
             ("/appgroups/new", "#add-workload"), ("/appgroups/import", "#id_document"),
             (f"/appgroups/{group_pk}/delete", "form"), ("/decisions/", "#decision-table tbody tr"),
             ("/diagnose/?labels=app%3Dfrontend", "#diagnosis-sentences"), ("/evaluation/", "#run-evaluation"),
-            ("/account/", "#token-table")]
+            ("/account/", "#token-table"), ("/nodes/a1/", "#node-links"), ("/zones/FAR/", "#zone-pairs"),
+            ("/search/?q=f", "#search-results")]
 
 
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
@@ -285,6 +286,12 @@ def test_every_page_passes_axe_and_fits_a_phone(browser, live_server, viewport):
     place("frontend", "a1")
     page = logged_in_page(browser, live_server.url, "editor", viewport=PHONE if viewport == "phone" else DESKTOP)
     found: dict[str, list[str]] = {}
+    # The header's search box finds a node; its page leads on to a link's history.
+    page.fill("#search-q", "f2")
+    page.keyboard.press("Enter")
+    page.click("#search-nodes a:has-text('f2')")
+    page.click("#node-links tr[data-peer=a1] a:has-text('out')")
+    page.wait_for_url("**/links/f2/a1")
     for path, ready in every_page(group.pk):
         page.goto(page.base + path)
         page.wait_for_selector(ready, state="attached")

@@ -386,3 +386,77 @@ def link_now(*, source: str, target: str) -> dict[str, Any] | None:
         "inferred": bool(topology.inferred[i, j]), "stale": bool(topology.stale[i, j]),
         "quantile": snapshot.latency_quantile,
     }
+
+
+# --- one node, one zone, search ------------------------------------------------------------------
+
+
+def _pair(topology: Any, i: int, j: int) -> dict[str, Any]:
+    def value(matrix: np.ndarray) -> float | None:
+        number = float(matrix[i, j])
+        return None if math.isnan(number) else round(number, 3)
+
+    return {"latency": value(topology.latency_ms), "bandwidth": value(topology.bandwidth_mbps),
+            "loss": value(topology.loss_pct), "inferred": bool(topology.inferred[i, j]),
+            "stale": bool(topology.stale[i, j])}
+
+
+def node_links(*, name: str) -> dict[str, Any] | None:
+    """The node's links to every peer in the current snapshot, both directions, slowest first;
+    None before the first snapshot, ``known`` False when the snapshot does not hold the node."""
+    snapshot = current_snapshot()
+    if snapshot is None:
+        return None
+    topology = topology_for(snapshot=snapshot)
+    i = topology.index.get(name)
+    if i is None:
+        return {"version": snapshot.version, "known": False, "peers": []}
+    peers = [{"peer": peer, "zone": topology.zones[j], "region": topology.regions[j],
+              "out": _pair(topology, i, j), "back": _pair(topology, j, i)}
+             for j, peer in enumerate(topology.nodes) if j != i]
+    peers.sort(key=lambda p: (p["out"]["latency"] is None, -(p["out"]["latency"] or 0.0), p["peer"]))
+    return {"version": snapshot.version, "known": True, "peers": peers, "quantile": snapshot.latency_quantile}
+
+
+def zone_pairs(*, name: str) -> dict[str, Any] | None:
+    """The zone's row of the zone summary: its nodes and its medians to and from every zone."""
+    _key, data = zone_summary()
+    if data is None:
+        return None
+    zone = next((z for z in data["zones"] if z["name"] == name), None)
+    return {"version": data["version"], "zone": zone,
+            "out": [p for p in data["pairs"] if p["from"] == name],
+            "back": {p["from"]: p for p in data["pairs"] if p["to"] == name}}
+
+
+MAX_SEARCH_RESULTS = 20
+
+
+def search(*, query: str) -> dict[str, list[dict[str, Any]]]:
+    """Nodes, zones, AppGroups and pods whose name contains ``query`` (case-insensitive), each list
+    capped; pods come from placements and the cluster watcher's cache."""
+    from apps.appgroups.models import AppGroup, Placement
+    from apps.scheduler.models import ObservedPod
+
+    q = query.strip()
+    if not q:
+        return {"nodes": [], "zones": [], "appgroups": [], "pods": []}
+    cap = MAX_SEARCH_RESULTS
+    nodes = list(Node.objects.filter(name__icontains=q).order_by("name").values("name", "zone", "region")[:cap])
+    zones = sorted({z for z in Node.objects.filter(zone__icontains=q).values_list("zone", flat=True) if z})[:cap]
+    if "/" in q:
+        namespace, _, name = q.rpartition("/")
+        groups_qs = AppGroup.objects.filter(namespace__icontains=namespace, name__icontains=name)
+    else:
+        groups_qs = AppGroup.objects.filter(name__icontains=q) | AppGroup.objects.filter(namespace__icontains=q)
+    groups = list(groups_qs.order_by("namespace", "name").values("pk", "namespace", "name")[:cap])
+    pod_name = q.rpartition("/")[2]
+    pods: dict[str, dict[str, Any]] = {}
+    for ns, name, node in (Placement.objects.filter(pod_name__icontains=pod_name)
+                           .order_by("pod_namespace", "pod_name").values_list("pod_namespace", "pod_name", "node_name")[:cap]):
+        pods[f"{ns}/{name}"] = {"pod": f"{ns}/{name}", "node": node}
+    for ns, name, node in (ObservedPod.objects.filter(name__icontains=pod_name, terminal=False)
+                           .order_by("namespace", "name").values_list("namespace", "name", "node_name")[:cap]):
+        pods.setdefault(f"{ns}/{name}", {"pod": f"{ns}/{name}", "node": node})
+    return {"nodes": nodes, "zones": [{"name": z} for z in zones], "appgroups": groups,
+            "pods": sorted(pods.values(), key=lambda p: p["pod"])[:cap]}

@@ -3,7 +3,7 @@ APPEND_SLASH is off, so pages answer with and without a trailing slash."""
 
 from django.urls import path, re_path
 
-from .views import account, appgroups, decisions, evaluation, placements, topology
+from .views import account, appgroups, decisions, evaluation, objects, placements, topology
 
 _NODE = r"(?P<source>[A-Za-z0-9][-A-Za-z0-9_.]*)"
 _PEER = r"(?P<target>[A-Za-z0-9][-A-Za-z0-9_.]*)"
@@ -17,6 +17,9 @@ urlpatterns = [
 
     path("", topology.topology_page, name="dashboard-topology"),
     re_path(rf"^links/{_NODE}/{_PEER}/?$", topology.link_page, name="dashboard-link"),
+    re_path(rf"^nodes/{_NODE.replace('source', 'name')}/?$", objects.node_page, name="dashboard-node"),
+    re_path(r"^zones/(?P<name>[^/]+)/?$", objects.zone_page, name="dashboard-zone"),
+    re_path(r"^search/?$", objects.search_page, name="dashboard-search"),
     re_path(r"^placements/?$", placements.placements_page, name="dashboard-placements"),
     re_path(r"^decisions/?$", decisions.decisions_page, name="dashboard-decisions"),
     re_path(r"^diagnose/?$", decisions.diagnose_page, name="dashboard-diagnose"),

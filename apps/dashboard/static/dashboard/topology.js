@@ -448,7 +448,8 @@
     tbody.innerHTML = "";
     body.pairs.forEach(p => {
       const tr = document.createElement("tr");
-      [[p.from], [p.to], [p.pairs], [N.fmt(p.latency)], [N.fmt(p.bandwidth, 0)], [N.fmt(p.loss)],
+      [p.from, p.to].forEach(z => { const td = N.el("td"); td.appendChild(N.el("a", { href: "/zones/" + encodeURIComponent(z) + "/" }, z)); tr.appendChild(td); });
+      [[p.pairs], [N.fmt(p.latency)], [N.fmt(p.bandwidth, 0)], [N.fmt(p.loss)],
         [p.inferred, p.inferred ? "warn" : ""], [p.stale, p.stale ? "bad" : ""], [p.cost === null || p.cost === undefined ? "no path" : N.fmt(p.cost, 1)]]
         .forEach(([t, cls]) => tr.appendChild(N.el("td", cls ? { class: cls } : {}, String(t))));
       tbody.appendChild(tr);
@@ -464,7 +465,11 @@
     tbody.innerHTML = "";
     rows.forEach(n => {
       const tr = document.createElement("tr");
-      [[n.name], [n.zone || "–"], [n.region || "–"], [n.address || ""], n.ready ? ["yes", "ok"] : ["NOT READY", "bad"],
+      const name = N.el("td"), zone = N.el("td");
+      name.appendChild(N.el("a", { href: "/nodes/" + encodeURIComponent(n.name) + "/" }, n.name));
+      if (n.zone) zone.appendChild(N.el("a", { href: "/zones/" + encodeURIComponent(n.zone) + "/" }, n.zone)); else zone.textContent = "–";
+      tr.append(name, zone);
+      [[n.region || "–"], [n.address || ""], n.ready ? ["yes", "ok"] : ["NOT READY", "bad"],
         [n.allocatable_cpu_millicores ?? ""], [n.allocatable_memory_bytes ? (n.allocatable_memory_bytes / 2 ** 30).toFixed(1) + " GiB" : ""], [n.source || ""]]
         .forEach(([t, cls]) => tr.appendChild(N.el("td", cls ? { class: cls } : {}, String(t))));
       tbody.appendChild(tr);
