@@ -273,7 +273,7 @@ def every_page(group_pk: int) -> list[tuple[str, str]]:
             (f"/appgroups/{group_pk}/delete", "form"), ("/decisions/", "#decision-table tbody tr"),
             ("/diagnose/?labels=app%3Dfrontend", "#diagnosis-sentences"), ("/evaluation/", "#run-evaluation"),
             ("/account/", "#token-table"), ("/nodes/a1/", "#node-links"), ("/zones/FAR/", "#zone-pairs"),
-            ("/search/?q=f", "#search-results")]
+            ("/search/?q=f", "#search-results"), (f"/appgroups/{group_pk}/history", "#history")]
 
 
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])

@@ -16,6 +16,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.forms.models import BaseInlineFormSet, construct_instance
+from simple_history.admin import SimpleHistoryAdmin
 
 from . import documents, services
 from .models import AppGroup, AppGroupTombstone, Dependency, Placement, Workload
@@ -216,7 +217,7 @@ class DependencyInline(admin.TabularInline):
 
 
 @admin.register(AppGroup)
-class AppGroupAdmin(admin.ModelAdmin):
+class AppGroupAdmin(SimpleHistoryAdmin):
     list_display = (
         "name",
         "namespace",

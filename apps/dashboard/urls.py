@@ -30,6 +30,7 @@ urlpatterns = [
     re_path(r"^appgroups/import/?$", appgroups.appgroup_import, name="dashboard-appgroup-import"),
     re_path(r"^appgroups/(?P<pk>\d+)/?$", appgroups.appgroup_detail, name="dashboard-appgroup-detail"),
     re_path(r"^appgroups/(?P<pk>\d+)/edit/?$", appgroups.appgroup_edit, name="dashboard-appgroup-edit"),
+    re_path(r"^appgroups/(?P<pk>\d+)/history/?$", appgroups.appgroup_history, name="dashboard-appgroup-history"),
     re_path(r"^appgroups/(?P<pk>\d+)/yaml/?$", appgroups.appgroup_yaml, name="dashboard-appgroup-yaml"),
     re_path(r"^appgroups/(?P<pk>\d+)/delete/?$", appgroups.appgroup_delete, name="dashboard-appgroup-delete"),
 

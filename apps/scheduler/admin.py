@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from simple_history.admin import SimpleHistoryAdmin
 
 from . import services
 from .models import Decision, ObservedPod, SchedulerProfile
 
 
 @admin.register(SchedulerProfile)
-class SchedulerProfileAdmin(admin.ModelAdmin):
+class SchedulerProfileAdmin(SimpleHistoryAdmin):
     list_display = ("name", "is_default", "description", "updated")
     search_fields = ("name", "description")
 
