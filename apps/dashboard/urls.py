@@ -24,6 +24,8 @@ urlpatterns = [
     re_path(r"^decisions/?$", decisions.decisions_page, name="dashboard-decisions"),
     re_path(r"^diagnose/?$", decisions.diagnose_page, name="dashboard-diagnose"),
     re_path(r"^evaluation/?$", evaluation.evaluation_page, name="dashboard-evaluation"),
+    re_path(r"^evaluation/runs/(?P<pk>\d+)/?$", evaluation.evaluation_run_page, name="dashboard-evaluation-run"),
+    path("dashboard/data/evaluation/runs/<int:pk>", evaluation.evaluation_run_data, name="dashboard-data-evaluation-run"),
 
     re_path(r"^appgroups/?$", appgroups.appgroup_list, name="dashboard-appgroups"),
     re_path(r"^appgroups/new/?$", appgroups.appgroup_new, name="dashboard-appgroup-new"),
