@@ -139,7 +139,7 @@ def browser_figures(repeat: int, pods: int) -> None:
     call_command("collectstatic", interactive=False, verbosity=0)
     port = free_port()
     # DEBUG off as in production: {% static %} then names the hashed, pre-compressed copies.
-    env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1", "NETAWARE_LEAN_EXTENDER": "true", "DEBUG": "false"}
+    env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1", "DEBUG": "false"}
     server = subprocess.Popen([sys.executable, "-m", "gunicorn", "netaware_site.wsgi:application", "--bind",
                                f"127.0.0.1:{port}", "--workers", "2", "--threads", "4", "--log-level", "warning"],
                               cwd=ROOT, env=env, start_new_session=True)

@@ -7,7 +7,7 @@ Run (own database, created with the tests' role of scripts/test.sh; it is filled
     DATABASE_URL="$(sed 's|/[^/]*$|/netaware_pl_scale|' var/secrets/test-database-url)" .venv/bin/python bench/bench_pipeline_scale.py
 then ``--rebuild-only --runs 5`` times the rebuild alone again on the stored samples.
 
-Data: 5,000 nodes in 50 zones of 100 (5 regions); the default plan (K = 24, 8 bandwidth peers) gives
+Data: 5,000 nodes in 50 zones of 100 (5 regions); the default fan-out (K = 24, 8 bandwidth peers) gives
 120,000 probed pairs: rtt_p50/p90/p99 and loss for each, bandwidth for 40,000, i.e. 520,000 pair points
 plus 15,000 node points per window -- exactly what ``store_window`` gets from the pull. Each store is a
 new window (new timestamp, first-write path) through the real ``services.store_window`` with the
@@ -44,22 +44,22 @@ def nodes() -> list[tuple[str, str, str]]:
 
 
 def window(seed: int) -> tuple[dict, dict]:
-    """(pairs by series, nodes by series) of one pull window under the default plan."""
-    from apps.probes import plan
+    """(pairs by series, nodes by series) of one pull window under the default fan-out."""
+    from apps.probes import fanout
 
     triples = nodes()
-    lay = plan.layout(plan.as_plan_nodes(triples))
-    probe = plan.PlanSettings(max_peers=24)
-    bandwidth = plan.PlanSettings(max_peers=8)
+    lay = fanout.layout(fanout.as_fanout_nodes(triples))
+    probe = fanout.FanoutSettings(max_peers=24)
+    bandwidth = fanout.FanoutSettings(max_peers=8)
     rng = np.random.default_rng(seed)
     zone = {name: z for name, z, _ in triples}
     region = {name: r for name, _, r in triples}
     src, dst, bsrc, bdst = [], [], [], []
     for name, _, _ in triples:
-        for target in plan.peers_of(lay, name, probe, 0):
+        for target in fanout.peers_of(lay, name, probe, 0):
             src.append(name)
             dst.append(target)
-        for target in plan.peers_of(lay, name, bandwidth, 0):
+        for target in fanout.peers_of(lay, name, bandwidth, 0):
             bsrc.append(name)
             bdst.append(target)
     base = np.array([0.0005 if zone[s] == zone[t] else 0.004 if region[s] == region[t] else 0.06

@@ -5,7 +5,7 @@ placed pods, on synthetic dense topologies of 500 and 5,000 nodes (zones of 50 n
 zone-dependent latency/bandwidth/loss with noise, ~1 % of pairs unknown). Every timed call scores a
 pod of one workload; pods cycle through all 11 workloads so the per-request caches see realistic
 turnover. Also times the network score alone against the straightforward per-node Python loop of
-the paper's Algorithm 2 (``naive_network_score``), on the same candidates, and checks they agree.
+the paper's Algorithm 2 (``tests/support/oracles.network_score``), on the same candidates, and checks they agree.
 
 Also times the cold-start path (nothing placed yet). Runs with OPENBLAS_NUM_THREADS=1 unless set.
 Each filter+score is timed with the engine's per-pod memo off, on a first call, and on a repeat
@@ -37,9 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import WorkloadRef, topology_positions
-from apps.scheduler.scoring.network_score import naive_network_score, network_scores
+from apps.scheduler.scoring.network_score import network_scores
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo, evolve
 from apps.topology.topomath import Topology
+from tests.support import oracles
 from tests.support.scoring_fixtures import paper_appgroup, pod_labels, zoned_topology
 
 ZONE_SIZE = 50
@@ -144,7 +145,7 @@ def naive_ratio(state: ClusterState, candidates: list[str], reps: int) -> tuple[
     naive: list[float | None] = []
     for _ in range(3):
         t0 = time.perf_counter()
-        naive = [naive_network_score(state, ref, c) for c in candidates]
+        naive = [oracles.network_score(state, ref, c) for c in candidates]
         slow.append((time.perf_counter() - t0) * 1e3)
     assert scores is not None
     err = float(np.max(np.abs(scores - np.array(naive, dtype=float))))

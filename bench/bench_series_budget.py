@@ -1,4 +1,4 @@
-"""Series budget and topology accuracy of the bounded probe plan (issue 13; docs/scale.md).
+"""Series budget and topology accuracy of the bounded probe fan-out (issue 13; docs/scale.md).
 
 Run: ``.venv/bin/python bench/bench_series_budget.py`` (no services needed; ~1-2 minutes).
 
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "netaware_site.settings")
 
-from apps.probes import metrics, plan  # noqa: E402
+from apps.probes import fanout, metrics  # noqa: E402
 from apps.probes.emulator import Emulator  # noqa: E402
 from apps.probes.scenario import Scenario, load_scenario  # noqa: E402
 from apps.topology.topomath import NodeMeta, PairArrays, derive_topology  # noqa: E402
@@ -97,24 +97,24 @@ def series_table(scenarios: dict[int, Scenario]) -> None:
 
 def churn_table() -> None:
     print("\n## Head series with rotation (1,000 nodes, quantile export, K = 24, 8 bandwidth peers)\n")
-    cost = plan.SeriesCost(per_peer=4, per_bandwidth_peer=2, per_agent=19)
-    exposed = 1000 * plan.series_per_node(cost, 24, 8)
+    cost = fanout.SeriesCost(per_peer=4, per_bandwidth_peer=2, per_agent=19)
+    exposed = 1000 * fanout.series_per_node(cost, 24, 8)
     print("| rotation | churned series / h | head, average (2 h) | head, worst (3 h) | every pair probed within |")
     print("|---|---|---|---|---|")
     scenario = load_scenario(ROOT / "scenarios" / "large-1000.yaml")
-    lay = plan.layout([plan.PlanNode(n.name, n.zone, n.region) for n in scenario.nodes])
+    lay = fanout.layout([fanout.FanoutNode(n.name, n.zone, n.region) for n in scenario.nodes])
     for hours in (1, 3, 6, 12):
-        settings = plan.PlanSettings(max_peers=24, rotation_seconds=hours * 3600)
+        settings = fanout.FanoutSettings(max_peers=24, rotation_seconds=hours * 3600)
         churn = 1000 * (24 * 4 + 8 * 2) / hours
-        epochs = max(plan.epochs_to_cover_all(lay, scenario.nodes[i * 97].name, settings) or 0 for i in range(10))
-        print(f"| {hours} h | {churn:,.0f} | {plan.head_series(exposed, churn, 2):,.0f} | "
-              f"{plan.head_series(exposed, churn, 3):,.0f} | {epochs * hours / 24:.0f} days |")
+        epochs = max(fanout.epochs_to_cover_all(lay, scenario.nodes[i * 97].name, settings) or 0 for i in range(10))
+        print(f"| {hours} h | {churn:,.0f} | {fanout.head_series(exposed, churn, 2):,.0f} | "
+              f"{fanout.head_series(exposed, churn, 3):,.0f} | {epochs * hours / 24:.0f} days |")
 
 
 def emulated_measurements(scenario: Scenario, k: int, seed: int) -> tuple[list[NodeMeta], PairArrays, set]:
-    """What the agents export under plan K (via the emulator's pages), as the pipeline would store it."""
+    """What the agents export under fan-out K (via the emulator's pages), as the pipeline would store it."""
     clock = Clock()
-    emulator = Emulator(scenario, clock=clock, seed=seed, fanout=plan.PlanSettings(max_peers=k),
+    emulator = Emulator(scenario, clock=clock, seed=seed, fanout=fanout.FanoutSettings(max_peers=k),
                         bandwidth_peers=8 if k else 0, bandwidth_interval_s=30.0)
     clock.now += 400
     lat: tuple[list, list, list] = ([], [], [])

@@ -39,20 +39,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "netaware_site.settings")
 django.setup()
 
 from apps.scheduler import health  # noqa: E402
-from apps.scheduler.extender_views import extender_app  # noqa: E402
-from apps.scheduler.runtime import runtime  # noqa: E402
+from apps.scheduler.extender_views import application  # noqa: E402
+from apps.scheduler.runtime import process_runtime  # noqa: E402
 
-runtime()
+process_runtime()
 _health_bind = os.environ.get("NETAWARE_EXTENDER_HEALTH_BIND", "127.0.0.1:8002")
 if _health_bind:
     health.serve(_health_bind)
 
-_NOT_FOUND = b'{"Error":"not an extender path: use /scheduler/{filter,prioritize,bind,preempt}"}'
-
-
-def application(environ, start_response):  # type: ignore[no-untyped-def]
-    answer = extender_app(environ, start_response)
-    if answer is not None:
-        return answer
-    start_response("404 Not Found", [("Content-Type", "application/json"), ("Content-Length", str(len(_NOT_FOUND)))])
-    return [_NOT_FOUND]
+__all__ = ["application"]

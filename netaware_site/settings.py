@@ -70,13 +70,13 @@ MIDDLEWARE = [
     # Who made a change, for the change history of AppGroups and profiles.
     "simple_history.middleware.HistoryRequestMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    # Every page and API needs a user, except health, /metrics, the extender verbs and the login page.
+    # Every page and API needs a user, except health, /metrics and the login page.
     "apps.accounts.middleware.LoginRequiredMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-# The extender must answer /scheduler/filter and /scheduler/filter/ alike, never with a redirect:
-# Go's http client re-sends a 301 as a bodiless GET.
+# No redirects to a slashed URL: API clients (and kube-scheduler, which re-sends a 301 as a bodiless
+# GET) would lose their POST bodies.
 APPEND_SLASH = False
 
 ROOT_URLCONF = "netaware_site.urls"
@@ -299,7 +299,6 @@ NETAWARE = {
     # Scheduler extender (docs/scheduler.md).
     "DECISION_LOG": env_bool("NETAWARE_DECISION_LOG", True),
     "DECISION_RETENTION": env_int("NETAWARE_DECISION_RETENTION", 10000),
-    "DECISION_QUEUE": env_bool("NETAWARE_DECISION_QUEUE", True),
     "DECISION_QUEUE_MAX": env_int("NETAWARE_DECISION_QUEUE_MAX", 20000),
     # How long a drain's lock outlives a worker killed mid-drain (the next drain waits that long).
     "DECISION_DRAIN_LOCK_SECONDS": env_float("NETAWARE_DECISION_DRAIN_LOCK_SECONDS", 30.0),
@@ -327,11 +326,7 @@ NETAWARE = {
     "RESYNC_SECONDS": env_float("NETAWARE_RESYNC_SECONDS", 600.0),
     # The per-pod memo shared by filter and prioritize (off only to compare, bench/bench_scoring.py).
     "ENGINE_MEMO": env_bool("NETAWARE_ENGINE_MEMO", True),
-    # Load and write on the request thread instead of background threads: only for the Django test
-    # client, whose database rows live in the test's own transaction.
-    "EXTENDER_INLINE": env_bool("NETAWARE_EXTENDER_INLINE", False),
-    # The WSGI entry point answers the extender paths without Django's middleware (netaware_site/wsgi.py).
-    "LEAN_EXTENDER": env_bool("NETAWARE_LEAN_EXTENDER", True),
+    # Decisions kept in the extender process while both Redis and Postgres are away (newest kept).
     "DECISION_BUFFER_MAX": env_int("NETAWARE_DECISION_BUFFER_MAX", 5000),
     "HOTSPOT_WINDOW_SECONDS": env_int("NETAWARE_HOTSPOT_WINDOW_SECONDS", 300),
     # Longest a placement plan may take to compute on a request (docs/scheduler.md, "Placement plans").

@@ -20,7 +20,6 @@ urlpatterns = [
     path("api/", include("apps.appgroups.api.urls")),
     path("api/", include("apps.scheduler.api.urls")),
     path("api/", include("apps.probes.api.urls")),
-    path("scheduler/", include("apps.scheduler.urls")),
     path("", include("apps.dashboard.urls")),
 ]
 

@@ -157,16 +157,27 @@ def fake_kube(settings):
 
 
 @pytest.fixture(autouse=True)
-def _extender_runtime_per_test(settings):
-    """Every test that reaches the extender in-process gets a fresh runtime in inline mode (no
-    background threads reading outside the test's transaction), and none survives the test."""
+def _extender_runtime_per_test():
+    """No extender runtime (threads, cache) survives a test: each test that reaches the extender starts
+    its own (tests/support/extender_runtime.py), stopped here before the next one."""
     from apps.scheduler import runtime as extender_runtime
 
-    settings.NETAWARE = {**settings.NETAWARE, "EXTENDER_INLINE": True, "DECISION_QUEUE": False}
     extender_runtime.reset_runtime()
     yield
     extender_runtime.reset_runtime()
     _forget_queued_decisions()
+
+
+@pytest.fixture
+def start_extender(transactional_db, settings):
+    """``start_extender(**NETAWARE overrides)``: this process's extender runtime, started as production
+    runs it (tests/support/extender_runtime.py). Stopped before the database is flushed (its threads
+    must not read or write across the next test's setup)."""
+    from apps.scheduler.runtime import reset_runtime
+    from tests.support.extender_runtime import start_extender as start
+
+    yield lambda **overrides: start(settings, **overrides)
+    reset_runtime()
 
 
 def _forget_queued_decisions() -> None:

@@ -107,7 +107,7 @@ def test_invalid_selectors_are_refused_by_the_validator_with_their_path(selector
 def test_paper_string_selector_is_normalized():
     spec = documents.spec_from_document({**DOC, "spec": {"workloads": [
         {"name": "frontend", "selector": "app=frontend,tier in (web, edge),!canary"}]}})
-    assert documents.selector_to_mapping(spec.workloads[0].selector) == {
+    assert documents.label_selector_to_mapping(spec.workloads[0].selector) == {
         "matchLabels": {"app": "frontend"},
         "matchExpressions": [
             {"key": "tier", "operator": "In", "values": ["web", "edge"]},

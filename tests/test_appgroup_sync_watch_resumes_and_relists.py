@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 LIST_PATH = r"^/apis/netaware\.io/v1alpha1/appgroups$"
 
 
-def _wait_for(predicate, timeout: float = 8.0) -> bool:
+def _wait_for(predicate, timeout: float = 60.0) -> bool:
     return wait_for(predicate, timeout)
 
 

@@ -309,3 +309,24 @@ def test_every_page_passes_axe_and_fits_a_phone(browser, live_server, viewport):
     found.update({"/login/": axe_serious(page)} if viewport == "desktop" and axe_serious(page) else {})
     assert found == {}
     assert page.problems == []
+
+
+def test_evaluation_runs_in_the_background_with_progress_and_a_result_address(browser, live_server, celery_worker_thread):
+    seed_triage()  # the login lands on the topology page
+    page = logged_in_page(browser, live_server.url, "editor")
+    page.goto(page.base + "/evaluation/")
+    assert not page.evaluate("() => 'Plotly' in window")  # no chart yet, no plotly
+    page.fill("#id_seeds", "3")
+    page.click("#run-evaluation")
+    page.wait_for_url("**/evaluation/runs/*")
+    page.wait_for_selector("#results-table tbody tr", timeout=120000)
+    address = page.url
+    assert page.locator("#results-table tbody tr").count() == 5
+    page.wait_for_selector("#evaluation-figure .main-svg")
+    # The address shows the same result to someone else (here: a viewer, who gets no Run button).
+    viewer = logged_in_page(browser, live_server.url, "viewer")
+    viewer.goto(address)
+    assert viewer.locator("#results-table tbody tr").count() == 5
+    assert viewer.locator("#run-evaluation").count() == 0 and "editor role" in viewer.inner_text("#run-refused")
+    assert axe_serious(viewer) == []
+    assert page.problems == [] and viewer.problems == []

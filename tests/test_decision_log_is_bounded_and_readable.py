@@ -3,35 +3,40 @@
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
-import orjson
 import pytest
 from django.utils import timezone
 
 from apps.scheduler import decisionlog, selectors, services, tasks
 from apps.scheduler.models import Decision
-from tests.support.extender_wire import extender_args, k8s_pod, load_kep_fixture, use_extender_test_settings
+from tests.support.extender_runtime import wait_until
+from tests.support.extender_wire import extender_args, k8s_pod, load_kep_fixture
 
 OVERHEAD = {"netaware.io/profile": "network-overhead"}
 
 
 @pytest.fixture
-def nodes(settings, db):
-    use_extender_test_settings(settings)
-    return load_kep_fixture()
+def ext(start_extender):
+    return start_extender()
 
 
-def call(client, verb: str, pod: dict, nodes: list[str]) -> None:
-    body = orjson.dumps(extender_args(pod, node_names=nodes))
-    assert client.post(f"/scheduler/{verb}", body, content_type="application/json").status_code == 200
+@pytest.fixture
+def nodes(ext):
+    names = load_kep_fixture()
+    ext.settle()
+    return names
 
 
-def test_retention_keeps_only_the_newest_decisions(client, nodes, settings):
+def call(ext, verb: str, pod: dict, nodes: list[str]) -> None:
+    assert ext.post(f"/scheduler/{verb}", extender_args(pod, node_names=nodes), settle=False).status_code == 200
+
+
+def test_retention_keeps_only_the_newest_decisions(ext, nodes, settings):
     settings.NETAWARE = {**settings.NETAWARE, "DECISION_RETENTION": 5}
     for i in range(12):
-        call(client, "filter", k8s_pod(f"p3-{i}", labels={"app": "p3"}), nodes)
+        call(ext, "filter", k8s_pod(f"p3-{i}", labels={"app": "p3"}), nodes)
+    ext.drain_decisions()  # the drain prunes to DECISION_RETENTION
     names = list(Decision.objects.order_by("id").values_list("pod_name", flat=True))
     assert names == [f"p3-{i}" for i in range(7, 12)]
     # The Celery task prunes the same way (for deployments that buffer more between prunes).
@@ -40,16 +45,16 @@ def test_retention_keeps_only_the_newest_decisions(client, nodes, settings):
     assert Decision.objects.count() == 2
 
 
-def test_decisions_are_queued_in_redis_and_drained_in_batches(client, nodes, settings):
-    """Off the request path: decisions are shipped to a Redis list (in a real extender by its
-    decision-log thread; here, inline, after each response), and the Celery task moves the queue
-    into Postgres in batches; reading the API never writes. A drain redone after a worker died
-    mid-batch stores nothing twice."""
-    use_extender_test_settings(settings, DECISION_QUEUE=True)
+def test_decisions_are_queued_in_redis_and_drained_in_batches(client, ext, nodes):
+    """Off the request path: the extender's decision-log thread ships decisions to a Redis list, and
+    the Celery task moves the queue into Postgres in batches; reading the API never writes. A drain
+    redone after a worker died mid-batch stores nothing twice."""
     redis = selectors.redis_client()
     redis.delete(decisionlog.DECISION_QUEUE_KEY)
     for i in range(4):
-        call(client, "filter" if i < 3 else "prioritize", k8s_pod(f"p3-q{i}", labels={"app": "p3"}), nodes)
+        call(ext, "filter" if i < 3 else "prioritize", k8s_pod(f"p3-q{i}", labels={"app": "p3"}), nodes)
+    log = ext.runtime.decisions
+    wait_until(lambda: log.logged == log.recorded, "the decision log thread ships the four decisions")
     assert Decision.objects.count() == 0
     assert redis.llen(decisionlog.DECISION_QUEUE_KEY) == 4
     queued = redis.lrange(decisionlog.DECISION_QUEUE_KEY, 0, -1)
@@ -59,7 +64,8 @@ def test_decisions_are_queued_in_redis_and_drained_in_batches(client, nodes, set
         "p3-q0", "p3-q1", "p3-q2", "p3-q3"]
     assert Decision.objects.get(pod_name="p3-q3").breakdown_data["nodes"] == nodes
     # Reads only read: the API does not move the queue; the drain task does.
-    call(client, "filter", k8s_pod("p3-q4", labels={"app": "p3"}), nodes)
+    call(ext, "filter", k8s_pod("p3-q4", labels={"app": "p3"}), nodes)
+    wait_until(lambda: log.logged == log.recorded, "the decision log thread ships the fifth decision")
     assert client.get("/api/scheduler/decisions/", {"pod": "p3-q4"}).json()["count"] == 0
     assert tasks.drain_decisions() == 1
     assert client.get("/api/scheduler/decisions/", {"pod": "p3-q4"}).json()["count"] == 1
@@ -78,9 +84,7 @@ def test_the_decision_log_thread_ships_without_a_request(transactional_db, setti
     try:
         for i in range(3):
             log.add({"verb": "filter", "pod_namespace": "default", "pod_name": f"idle-{i}", "breakdown": None})
-        deadline = time.monotonic() + 5
-        while redis.llen(decisionlog.DECISION_QUEUE_KEY) < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: redis.llen(decisionlog.DECISION_QUEUE_KEY) >= 3, "the thread ships without a request")
         assert redis.llen(decisionlog.DECISION_QUEUE_KEY) == 3
         assert log.logged == 3 and log.dropped == 0
     finally:
@@ -89,10 +93,11 @@ def test_the_decision_log_thread_ships_without_a_request(transactional_db, setti
     assert sorted(Decision.objects.values_list("pod_name", flat=True)) == ["idle-0", "idle-1", "idle-2"]
 
 
-def test_decisions_api_lists_filters_and_shows_the_breakdown(client, nodes):
-    call(client, "filter", k8s_pod("p1-api", labels={"app": "p1"}, annotations=OVERHEAD), nodes)
-    call(client, "prioritize", k8s_pod("p1-api", labels={"app": "p1"}, annotations=OVERHEAD), nodes)
-    call(client, "prioritize", k8s_pod("p2-api", labels={"app": "p2"}), nodes)
+def test_decisions_api_lists_filters_and_shows_the_breakdown(client, ext, nodes):
+    call(ext, "filter", k8s_pod("p1-api", labels={"app": "p1"}, annotations=OVERHEAD), nodes)
+    call(ext, "prioritize", k8s_pod("p1-api", labels={"app": "p1"}, annotations=OVERHEAD), nodes)
+    call(ext, "prioritize", k8s_pod("p2-api", labels={"app": "p2"}), nodes)
+    ext.drain_decisions()
 
     listed = client.get("/api/scheduler/decisions/").json()
     assert listed["count"] == 3

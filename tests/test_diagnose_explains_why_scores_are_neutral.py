@@ -9,12 +9,12 @@ import pytest
 from apps.demo.kubeapi import FakeKube
 from apps.scheduler import services
 from netaware_core import kube as kube_client
-from tests.support.extender_wire import k8s_pod, load_testbed, save_boutique, use_extender_test_settings
+from tests.support.extender_wire import k8s_pod, load_testbed, save_boutique
 
 
 @pytest.fixture
 def boutique(settings, db):
-    use_extender_test_settings(settings, KUBE_API_URL="")
+    settings.NETAWARE = {**settings.NETAWARE, "KUBE_API_URL": ""}
     load_testbed()
     save_boutique()
 
@@ -58,7 +58,7 @@ def test_unplaced_dependencies_and_cold_start(client, boutique):
 
 
 def test_missing_topology_and_bad_profile_annotation(client, settings, db):
-    use_extender_test_settings(settings, KUBE_API_URL="")
+    settings.NETAWARE = {**settings.NETAWARE, "KUBE_API_URL": ""}
     load_testbed(with_topology=False)
     save_boutique()
     pod = k8s_pod("cartservice-2", namespace="boutique", labels={"app": "cartservice"},

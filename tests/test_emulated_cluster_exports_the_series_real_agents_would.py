@@ -1,6 +1,6 @@
-"""The emulator follows the agents' plan and export, so its series count is a real cluster's: one
+"""The emulator follows the agents' fan-out and export, so its series count is a real cluster's: one
 emulated node page carries exactly the series a real agent exports, and the 1,000-node scenario stays
-within the series budget (200,000) with the default plan."""
+within the series budget (200,000) with the default fan-out."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from apps.probes import plan
+from apps.probes import fanout
 from apps.probes.emulator import Emulator
 from apps.probes.scenario import load_scenario
 from tests.support.agents import start_agent, viewer_token
@@ -79,12 +79,12 @@ def test_an_emulated_node_page_has_the_series_of_a_real_agent(live_server) -> No
     clock.now += 120
     emulated = signatures(emulator.render("se-1").decode())
     assert emulated == real
-    assert sum(real.values()) == plan.series_per_node(EMULATED_COST, peers=2, bandwidth_peers=2)
+    assert sum(real.values()) == fanout.series_per_node(EMULATED_COST, peers=2, bandwidth_peers=2)
 
 
 # Per probed peer: 3 RTT quantiles + loss; per bandwidth peer: value + timestamp; per agent: 12 self-metric
 # series, 6 process_* and netaware_node_info.
-EMULATED_COST = plan.SeriesCost(per_peer=4, per_bandwidth_peer=2, per_agent=19)
+EMULATED_COST = fanout.SeriesCost(per_peer=4, per_bandwidth_peer=2, per_agent=19)
 
 
 def test_the_1000_node_scenario_meets_the_series_budget() -> None:
@@ -93,7 +93,7 @@ def test_the_1000_node_scenario_meets_the_series_budget() -> None:
     emulator = Emulator(scenario, clock=clock)
     clock.now += 600
     counts = [sum(signatures(emulator.render(name).decode()).values()) for name in scenario.node_names]
-    expected = plan.series_per_node(EMULATED_COST, peers=24, bandwidth_peers=8)
+    expected = fanout.series_per_node(EMULATED_COST, peers=24, bandwidth_peers=8)
     # every node probes K = 24 peers and tests 8; one that rotated moments ago (rotations are staggered:
     # one every ~22 s somewhere) has not tested its new bandwidth peers yet
     assert max(counts) == expected

@@ -30,7 +30,7 @@ def _run(**options):
         ({"profiles": "default,default"}, "names a profile twice"),
         ({"profiles": "hybrid-0"}, "profile 'hybrid-0'"),
         ({"seeds": 0}, "--seeds must be >= 1"),
-        ({"appgroup": SCENARIO}, "holds no AppGroup resource"),
+        ({"appgroup": SCENARIO}, "holds no AppGroup document"),
         ({"output": "/nonexistent/dir/report.json"}, "--output"),
     ],
 )

@@ -23,7 +23,7 @@ from tests.support.dashboard_seed import boutique_document, seed_boutique, seed_
 pytestmark = pytest.mark.django_db
 
 # /metrics has its own bearer token (tests/test_web_metrics_endpoint.py), no login.
-OPEN = re.compile(r"^/(healthz|readyz|metrics|scheduler/|login|admin/|static/)")
+OPEN = re.compile(r"^/(healthz|readyz|metrics|login|admin/|static/)")
 TOPOLOGY = {"apiVersion": "netaware.io/v1alpha1", "kind": "NetworkTopology", "metadata": {"name": "t"},
             "spec": {"latency": {"a": {"b": 1.0}}, "bandwidth": {"a": {"b": 100.0}}, "lossrate": {"a": {"b": 0.0}}}}
 
@@ -92,7 +92,6 @@ def test_anonymous_gets_nothing_but_health_and_the_extender(anonymous_client):
             assert response.status_code == 302 and response["Location"].startswith("/login?next="), (path, response.status_code)
     assert checked > 35
     assert anonymous_client.get("/healthz").status_code == 200
-    assert anonymous_client.post("/scheduler/filter", b"{}", content_type="application/json").status_code == 200
     assert anonymous_client.get("/login/").status_code == 200
     # Writes too: nothing anonymous gets through.
     assert anonymous_client.post("/api/topology/import", TOPOLOGY, content_type="application/json").status_code == 401

@@ -7,19 +7,20 @@ import orjson
 import pytest
 
 from apps.scheduler.models import Decision
-from tests.support.extender_wire import extender_args, k8s_pod, load_kep_fixture, use_extender_test_settings
+from tests.support.extender_wire import extender_args, k8s_pod, load_kep_fixture
 
 
 @pytest.fixture
-def ext(settings, db):
-    use_extender_test_settings(settings)
+def ext(start_extender):
+    extender = start_extender()
     load_kep_fixture()
+    return extender
 
 
-def raw_post(client, path: str, body: bytes):
-    response = client.post(path, body, content_type="application/json")
+def raw_post(ext, path: str, body: bytes):
+    response = ext.post(path, body)
     assert response.status_code == 200, (path, response.status_code, response.content[:300])
-    return orjson.loads(response.content)
+    return response.json()
 
 
 POD = k8s_pod("p1-bad-1", labels={"app": "p1"})
@@ -43,17 +44,18 @@ CASES = [
 
 
 @pytest.mark.parametrize(("case", "body", "expected"), CASES, ids=[c[0] for c in CASES])
-def test_filter_reports_bad_requests_in_error(client, ext, case, body, expected):
-    result = raw_post(client, "/scheduler/filter", body)
+def test_filter_reports_bad_requests_in_error(ext, case, body, expected):
+    result = raw_post(ext, "/scheduler/filter", body)
     assert expected in result["Error"], result
     assert result["NodeNames"] is None and result["Nodes"] is None
+    ext.drain_decisions()
     logged = Decision.objects.get(verb="filter")
     assert expected in logged.error
 
 
 @pytest.mark.parametrize(("case", "body", "expected"), CASES, ids=[c[0] for c in CASES])
-def test_prioritize_reports_bad_requests_in_error(client, ext, case, body, expected):
-    result = raw_post(client, "/scheduler/prioritize", body)
+def test_prioritize_reports_bad_requests_in_error(ext, case, body, expected):
+    result = raw_post(ext, "/scheduler/prioritize", body)
     # A HostPriorityList cannot carry an error: an object makes kube-scheduler ignore this
     # extender's scores for the cycle, and logs our message.
     assert isinstance(result, dict) and expected in result["Error"]
@@ -68,8 +70,8 @@ def test_prioritize_reports_bad_requests_in_error(client, ext, case, body, expec
         (orjson.dumps({"PodName": 5, "Node": "n-1"}), "PodName: expected a string"),
     ],
 )
-def test_bind_reports_bad_requests_in_error(client, ext, body, expected):
-    result = raw_post(client, "/scheduler/bind", body)
+def test_bind_reports_bad_requests_in_error(ext, body, expected):
+    result = raw_post(ext, "/scheduler/bind", body)
     assert set(result) == {"Error"} and expected in result["Error"]
 
 
@@ -84,35 +86,37 @@ def test_bind_reports_bad_requests_in_error(client, ext, body, expected):
          "NumPDBViolations: expected an integer"),
     ],
 )
-def test_preempt_reports_bad_requests_in_error(client, ext, body, expected):
-    result = raw_post(client, "/scheduler/preempt", body)
+def test_preempt_reports_bad_requests_in_error(ext, body, expected):
+    result = raw_post(ext, "/scheduler/preempt", body)
     assert result["NodeNameToMetaVictims"] == {}
     assert expected in result["Error"]
 
 
 @pytest.mark.parametrize("verb", ["filter", "prioritize", "bind", "preempt"])
-def test_oversized_bodies_are_refused_with_error(client, ext, settings, verb):
+def test_oversized_bodies_are_refused_with_error(ext, settings, verb):
     settings.MAX_EXTENDER_BODY = 10_000
     body = orjson.dumps(extender_args(POD, node_names=[f"node-{i:06d}" for i in range(2000)]))
     assert len(body) > 10_000
-    result = raw_post(client, f"/scheduler/{verb}", body)
+    result = raw_post(ext, f"/scheduler/{verb}", body)
     assert "exceeds the limit of 10000 bytes" in result["Error"]
 
 
-def test_unknown_nodes_pass_with_neutral_scores_and_are_noted(client, ext):
+def test_unknown_nodes_pass_with_neutral_scores_and_are_noted(ext):
     pod = k8s_pod("p1-unknown", labels={"app": "p1"}, annotations={"netaware.io/profile": "network-overhead"})
     names = ["ghost-1", "n-5", "ghost-2"]
-    result = raw_post(client, "/scheduler/filter", orjson.dumps(extender_args(pod, node_names=names)))
+    result = raw_post(ext, "/scheduler/filter", orjson.dumps(extender_args(pod, node_names=names)))
     assert result["NodeNames"] == ["ghost-1", "n-5", "ghost-2"] and result["Error"] == ""
-    scores = raw_post(client, "/scheduler/prioritize", orjson.dumps(extender_args(pod, node_names=names)))
+    scores = raw_post(ext, "/scheduler/prioritize", orjson.dumps(extender_args(pod, node_names=names)))
     assert [(s["Host"], s["Score"]) for s in scores] == [("ghost-1", 5), ("n-5", 10), ("ghost-2", 5)]
+    ext.drain_decisions()
     notes = Decision.objects.get(verb="filter").result["notes"]
     assert any("ghost-1" in note and "unknown" in note for note in notes)
 
 
-def test_unknown_profile_annotation_falls_back_to_the_default_and_says_so(client, ext):
+def test_unknown_profile_annotation_falls_back_to_the_default_and_says_so(ext):
     pod = k8s_pod("p1-typo", labels={"app": "p1"}, annotations={"netaware.io/profile": "netwrok"})
-    raw_post(client, "/scheduler/filter", orjson.dumps(extender_args(pod, node_names=["n-1"])))
+    raw_post(ext, "/scheduler/filter", orjson.dumps(extender_args(pod, node_names=["n-1"])))
+    ext.drain_decisions()
     decision = Decision.objects.get(verb="filter")
     assert decision.profile == "network"
     assert any("'netwrok'" in note for note in decision.result["notes"])

@@ -3,28 +3,28 @@ could help: a network constraint cannot be fixed by eviction, so those nodes are
 
 from __future__ import annotations
 
-import orjson
 import pytest
 
 from apps.scheduler.models import Decision
-from tests.support.extender_wire import k8s_pod, load_kep_fixture, use_extender_test_settings
+from tests.support.extender_wire import k8s_pod, load_kep_fixture
 
 OVERHEAD = {"netaware.io/profile": "network-overhead"}
 
 
 @pytest.fixture
-def ext(settings, db):
-    use_extender_test_settings(settings)
-    return load_kep_fixture()
+def ext(start_extender):
+    extender = start_extender()
+    load_kep_fixture()
+    return extender
 
 
-def post(client, body: object):
-    response = client.post("/scheduler/preempt/", orjson.dumps(body), content_type="application/json")
+def post(ext, body: object):
+    response = ext.post("/scheduler/preempt/", body)
     assert response.status_code == 200, response.content
-    return orjson.loads(response.content)
+    return response.json()
 
 
-def test_meta_victims_of_nodes_violating_network_cost_are_dropped(client, ext):
+def test_meta_victims_of_nodes_violating_network_cost_are_dropped(ext):
     preemptor = k8s_pod("p1-hi-prio", labels={"app": "p1"}, annotations=OVERHEAD)
     body = {
         "Pod": preemptor,
@@ -35,19 +35,20 @@ def test_meta_victims_of_nodes_violating_network_cost_are_dropped(client, ext):
             "n-6": {"Pods": [{"UID": "uid-d"}], "NumPDBViolations": 0},
         },
     }
-    result = post(client, body)
+    result = post(ext, body)
     assert result == {
         "NodeNameToMetaVictims": {
             "n-5": {"Pods": [{"UID": "uid-b"}, {"UID": "uid-c"}], "NumPDBViolations": 1},
             "n-6": {"Pods": [{"UID": "uid-d"}], "NumPDBViolations": 0},
         }
     }
+    ext.drain_decisions()
     decision = Decision.objects.get(verb="preempt")
     assert decision.result["kept"] == ["n-5", "n-6"]
     assert "Violated: 1" in decision.result["dropped"]["n-1"]
 
 
-def test_full_victims_are_answered_as_meta_victims(client, ext):
+def test_full_victims_are_answered_as_meta_victims(ext):
     """nodeCacheCapable false: kube-scheduler sends whole victim pods; the answer is always the
     meta form (UIDs), as kube-scheduler's ProcessPreemption expects."""
     victim = k8s_pod("low-prio-1", labels={"app": "batch"}, uid="uid-victim", node_name="n-7", phase="Running")
@@ -60,14 +61,14 @@ def test_full_victims_are_answered_as_meta_victims(client, ext):
         },
         "NodeNameToMetaVictims": None,
     }
-    assert post(client, body) == {
+    assert post(ext, body) == {
         "NodeNameToMetaVictims": {"n-7": {"Pods": [{"UID": "uid-victim"}], "NumPDBViolations": 0}}
     }
 
 
-def test_pod_in_no_appgroup_keeps_every_candidate(client, ext):
+def test_pod_in_no_appgroup_keeps_every_candidate(ext):
     body = {
         "Pod": k8s_pod("other-1", labels={"app": "other"}),
         "NodeNameToMetaVictims": {n: {"Pods": [{"UID": f"u-{n}"}], "NumPDBViolations": 0} for n in ("n-1", "n-8")},
     }
-    assert set(post(client, body)["NodeNameToMetaVictims"]) == {"n-1", "n-8"}
+    assert set(post(ext, body)["NodeNameToMetaVictims"]) == {"n-1", "n-8"}

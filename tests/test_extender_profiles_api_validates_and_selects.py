@@ -3,21 +3,15 @@ with 400 field errors, one default, and selected per pod by the netaware.io/prof
 
 from __future__ import annotations
 
-import orjson
 import pytest
 from django.core.exceptions import ValidationError
 
 from apps.scheduler.models import Decision, SchedulerProfile
 from apps.scheduler.scoring import engine
-from tests.support.extender_wire import extender_args, k8s_pod, load_kep_fixture, use_extender_test_settings
+from tests.support.extender_wire import extender_args, k8s_pod, load_kep_fixture
 
 
-@pytest.fixture
-def ext(settings, db):
-    use_extender_test_settings(settings)
-
-
-def test_builtin_profiles_are_seeded_with_one_default(ext):
+def test_builtin_profiles_are_seeded_with_one_default(db):
     assert set(SchedulerProfile.objects.values_list("name", flat=True)) == set(engine.BUILTIN_PROFILES)
     assert list(SchedulerProfile.objects.filter(is_default=True).values_list("name", flat=True)) == [
         engine.DEFAULT_PROFILE
@@ -41,7 +35,7 @@ def test_builtin_profiles_are_seeded_with_one_default(ext):
         ({"scorers": [{"name": "water-level"}], "name": "Not A Slug"}, "name", ""),
     ],
 )
-def test_invalid_profiles_get_400_naming_the_field(client, ext, payload, field, fragment):
+def test_invalid_profiles_get_400_naming_the_field(client, payload, field, fragment):
     body = {"name": "mine", **payload}
     response = client.post("/api/scheduler/profiles/", body, content_type="application/json")
     assert response.status_code == 400, response.content
@@ -50,7 +44,7 @@ def test_invalid_profiles_get_400_naming_the_field(client, ext, payload, field, 
     assert fragment in " ".join(errors[field])
 
 
-def test_create_update_default_and_delete(client, ext):
+def test_create_update_default_and_delete(client):
     body = {
         "name": "latency-first",
         "description": "network with a little load",
@@ -77,31 +71,31 @@ def test_create_update_default_and_delete(client, ext):
     assert client.delete("/api/scheduler/profiles/latency-first/").status_code == 204
 
 
-def test_model_clean_refuses_a_second_default(ext):
+def test_model_clean_refuses_a_second_default(db):
     profile = SchedulerProfile(name="second", is_default=True, scorers=[{"name": "water-level", "weight": 1}])
     with pytest.raises(ValidationError) as raised:
         profile.full_clean()
     assert "is_default" in raised.value.message_dict
 
 
-def test_the_annotation_selects_an_edited_profile(client, ext):
+def test_the_annotation_selects_an_edited_profile(client, start_extender):
+    ext = start_extender()
     nodes = load_kep_fixture()
     body = {"name": "overhead-only", "scorers": [{"name": "network-overhead", "weight": 1}],
             "filters": ["network-overhead"]}
     assert client.post("/api/scheduler/profiles/", body, content_type="application/json").status_code == 201
     pod = k8s_pod("p1-prof", labels={"app": "p1"}, annotations={"netaware.io/profile": "overhead-only"})
-    response = client.post("/scheduler/filter", orjson.dumps(extender_args(pod, node_names=nodes)),
-                           content_type="application/json")
-    assert orjson.loads(response.content)["NodeNames"] == ["n-5", "n-6"]
+    response = ext.post("/scheduler/filter", extender_args(pod, node_names=nodes))
+    assert response.json()["NodeNames"] == ["n-5", "n-6"]
+    ext.drain_decisions()
     assert Decision.objects.get(verb="filter").profile == "overhead-only"
     # Without the annotation the default profile ("network": no network-overhead filter) applies.
     plain = k8s_pod("p1-plain", labels={"app": "p1"})
-    response = client.post("/scheduler/filter", orjson.dumps(extender_args(plain, node_names=nodes)),
-                           content_type="application/json")
-    assert orjson.loads(response.content)["NodeNames"] == nodes
+    response = ext.post("/scheduler/filter", extender_args(plain, node_names=nodes))
+    assert response.json()["NodeNames"] == nodes
 
 
-def test_scheduler_endpoints_are_in_the_schema(client, ext):
+def test_scheduler_endpoints_are_in_the_schema(client):
     paths = client.get("/api/schema/?format=json").json()["paths"]
     for path in ("/api/scheduler/profiles/", "/api/scheduler/profiles/{name}/", "/api/scheduler/decisions/",
                  "/api/scheduler/decisions/{id}/", "/api/scheduler/diagnose"):

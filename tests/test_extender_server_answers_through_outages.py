@@ -48,7 +48,7 @@ def test_outages_of_postgres_redis_and_the_watch(stores, fake_kube):
         stale = [r.get("stale", []) for _, r, _ in stored[2:]]
         assert all(any("database unavailable" in note for note in notes) for notes in stale), stale
         with psycopg.connect(database) as conn:  # the bind answered during the outage was recorded after it
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 60  # the placement writer retries every second; no promised bound
             while not conn.execute("SELECT 1 FROM appgroups_placement WHERE pod_name = 'front-0'").fetchone():
                 assert time.monotonic() < deadline, "the placement of a bind answered during the outage was lost"
                 time.sleep(0.2)
@@ -79,7 +79,7 @@ def test_outages_of_postgres_redis_and_the_watch(stores, fake_kube):
         late = fake_kube.add_pod("default", "redis-9", labels={"app": "redis-cart"}, scheduler_name=OURS)
         fake_kube.compact()
         fake_kube.up()
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60  # the informer's back-off (at most 30 s) then the re-list
         while pod_lists(fake_kube) < 2:  # the start-up list, then the re-list after the 410
             assert time.monotonic() < deadline, "the informer did not re-list after the broken, expired watch"
             time.sleep(0.2)

@@ -1,6 +1,8 @@
 """A soak of the extender server over loopback: 300 requests per second (filter, prioritize and real
-binds on a 500-node cluster) with no error and no failed answer. The full two-minute soak is
-``bench/bench_soak.py`` (figures in docs/benchmarks.md); CI runs the same script for 15 seconds."""
+binds on a 500-node cluster) with no error and no failed answer, and the rate kept: offered open-loop,
+the 4,500 requests are all answered by 15 s plus kube-scheduler's httpTimeout (what the extender
+promises each request; a tighter bound would time the machine, not the product). The full two-minute
+soak is ``bench/bench_soak.py`` (figures in docs/benchmarks.md); CI runs the same script for 15 seconds."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import sys
 import pytest
 from django.db import connection
 
+from tests.support.extender_wire import kube_scheduler_http_timeout
 from tests.support.isolation import database_url
 from tests.support.stack import drop_database, with_database, with_redis_db
 
@@ -34,7 +37,9 @@ def test_300_requests_per_second_without_errors(transactional_db):
     assert result["errors"] == 0, result["error_examples"]
     assert result["answered"] == 300 * 15, result
     assert result["extender_alive"], result
-    # The rate the load kept is a machine-dependent figure: recorded here and in docs/benchmarks.md
-    # (bench/bench_soak.py, full two minutes), not asserted.
+    # The rate: every request was due at 300/s; answered within the httpTimeout of the last one due.
+    assert result["elapsed_s"] <= 15 + kube_scheduler_http_timeout(), result
+    assert result["rate_achieved"] >= 300 * 15 / (15 + kube_scheduler_http_timeout()), result
+    # How close to 300/s it came on this machine is a figure (docs/benchmarks.md), printed here.
     print(f"soak: {result['rate_achieved']} requests/s achieved of 300; p50 {result['client_p50_ms']} ms, p99 {result['client_p99_ms']} ms client-side; "
           f"server p99 {result['server_p99_ms']} ms")

@@ -7,7 +7,6 @@ pipeline catches up and all of them say fresh again.
 
 from __future__ import annotations
 
-import orjson
 import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
@@ -15,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from apps.scheduler.models import Decision
 from apps.topology.models import TopologySnapshot
 from tests.support.extender_server import database_url
-from tests.support.extender_wire import extender_args, k8s_pod, use_extender_test_settings
+from tests.support.extender_wire import extender_args, k8s_pod
 from tests.support.pipeline import emulated_cluster
 from tests.support.processes import celery, pipeline_every_second, stop, wait_for
 
@@ -43,12 +42,17 @@ def topology_metrics(client: Client) -> dict[str, float]:
             if s.name.startswith("netaware_topology_")}
 
 
-def extender_stale_notes(client: Client) -> list[str]:
+def extender_stale_notes(ext) -> list[str]:
     """What the extender's decision log says is stale when it answers a filter now."""
-    response = client.post("/scheduler/filter", orjson.dumps(extender_args(
-        k8s_pod("web-0", labels={"app": "web"}), node_names=["n1", "n2", "n3"])), content_type="application/json")
+    response = ext.post("/scheduler/filter", extender_args(k8s_pod("web-0", labels={"app": "web"}),
+                                                            node_names=["n1", "n2", "n3"]))
     assert response.status_code == 200
+    ext.drain_decisions()
     return Decision.objects.order_by("-id").first().result.get("stale", [])
+
+
+def topology_notes(ext) -> list[str]:
+    return [n for n in extender_stale_notes(ext) if n.startswith("topology:")]
 
 
 def fresh_everywhere(client: Client) -> bool:
@@ -58,10 +62,10 @@ def fresh_everywhere(client: Client) -> bool:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_stopping_beat_turns_the_topology_stale_at_read_time(admin_client, settings, tmp_path):
+def test_stopping_beat_turns_the_topology_stale_at_read_time(admin_client, settings, tmp_path, start_extender):
     settings.NETAWARE = {**settings.NETAWARE, "STALE_AFTER_SECONDS": STALE_AFTER}
     settings.METRICS_TOKEN, settings.METRICS_OPEN_WITHOUT_TOKEN = "", True
-    use_extender_test_settings(settings)
+    ext = start_extender()
     pipeline_every_second(*PIPELINE)
     with emulated_cluster(warmup_s=2.0) as cluster:
         env = {"DATABASE_URL": database_url(), "PROMETHEUS_URL": cluster.url,
@@ -72,7 +76,8 @@ def test_stopping_beat_turns_the_topology_stale_at_read_time(admin_client, setti
         with celery("worker", env=env, log=tmp_path / "worker.log"), \
                 celery("beat", env=env, log=tmp_path / "beat.log", args=beat_args) as beat:
             wait_for(lambda: fresh_everywhere(admin_client), 40, "a fresh measured topology while beat runs")
-            assert not any(n.startswith("topology:") for n in extender_stale_notes(admin_client))
+            # The extender's loader reassesses staleness every round (STATE_DB_CHECK_SECONDS).
+            wait_for(lambda: not topology_notes(ext), 30, "the extender to say fresh")
 
             stop(beat)
             stopped = TopologySnapshot.objects.order_by("-version").first()
@@ -92,10 +97,10 @@ def test_stopping_beat_turns_the_topology_stale_at_read_time(admin_client, setti
             assert metrics["netaware_topology_stale"] == 1.0
             assert metrics["netaware_topology_age_seconds"] > STALE_AFTER
             assert metrics["netaware_topology_version"] == current.version
-            notes = [n for n in extender_stale_notes(admin_client) if n.startswith("topology:")]
-            assert notes == [f"topology: {api['staleReason']}"]
+            expected = [f"topology: {api['staleReason']}"]
+            wait_for(lambda: topology_notes(ext) == expected, 30, "the extender's decisions to say stale")
 
             with celery("beat", env=env, log=tmp_path / "beat.log", args=beat_args):
                 wait_for(lambda: fresh_everywhere(admin_client), 30, "fresh again once beat is back")
                 assert TopologySnapshot.objects.order_by("-version").first().version > current.version
-                assert not any(n.startswith("topology:") for n in extender_stale_notes(admin_client))
+                wait_for(lambda: not topology_notes(ext), 30, "the extender to say fresh again")

@@ -28,7 +28,7 @@ RECORDS = 40
 
 def queue_decisions() -> set[str]:
     """Decisions queued the way the extender's shipper queues them; returns their event ids."""
-    log = decisionlog.DecisionLog(redis_client=selectors.redis_client, use_queue=True)
+    log = decisionlog.DecisionLog(redis_client=selectors.redis_client)
     for i in range(RECORDS):
         log.add({"verb": "filter", "pod_namespace": "default", "pod_name": f"fault-{i}", "candidates": 3,
                  "result": {"NodeNames": ["n1"]}, "breakdown": {"nodes": ["n1"], "total": [i]}})

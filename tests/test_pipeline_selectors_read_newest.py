@@ -113,7 +113,7 @@ def test_latest_pair_values_over_pipeline_windows_uses_digests():
 
 
 def test_latest_pair_values_with_a_rotating_plan_reads_one_row_per_pair():
-    """Pairs come and go (a rotating probe plan): the newest window's pairs are exact, and a pair that
+    """Pairs come and go (a rotating probe fan-out): the newest window's pairs are exact, and a pair that
     left the plan comes from PairLatest, at most LATEST_REFRESH_SECONDS older than its last sample."""
     from apps.probes.models import PairLatest
     from apps.probes.selectors import _LATEST_SQL, LATEST_REFRESH_SECONDS

@@ -25,7 +25,7 @@ PURE = [
     "apps.probes.emulator",
     "apps.probes.agent",
     "apps.probes.agent_auth",
-    "apps.probes.plan",
+    "apps.probes.fanout",
     "apps.probes.usage",
     "apps.scheduler.scoring.engine",
     "apps.scheduler.scoring.default_plugins",

@@ -8,12 +8,6 @@ import pytest
 
 from apps.scheduler.models import SchedulerProfile
 from apps.scheduler.scoring import engine
-from tests.support.extender_wire import use_extender_test_settings
-
-
-@pytest.fixture
-def ext(settings, db):
-    use_extender_test_settings(settings)
 
 
 def _post(client, raw: str):
@@ -32,7 +26,7 @@ def _post(client, raw: str):
          '{"cpu_threshold": 1e999}}', "params.overload.cpu_threshold"),
     ],
 )
-def test_non_finite_numbers_are_400_naming_the_field(client, ext, scorers, extra, field):
+def test_non_finite_numbers_are_400_naming_the_field(client, scorers, extra, field):
     before = SchedulerProfile.objects.count()
     response = _post(client, f'{{"name": "huge", "scorers": {scorers}{extra}}}')
     assert response.status_code == 400, response.content
@@ -42,7 +36,7 @@ def test_non_finite_numbers_are_400_naming_the_field(client, ext, scorers, extra
     assert SchedulerProfile.objects.count() == before
 
 
-def test_patch_with_infinite_weight_names_the_weight(client, ext):
+def test_patch_with_infinite_weight_names_the_weight(client):
     created = _post(client, '{"name": "mine", "scorers": [{"name": "water-level", "weight": 2}]}')
     assert created.status_code == 201, created.content
     response = client.patch("/api/scheduler/profiles/mine/", data='{"scorers": [{"name": "water-level", '

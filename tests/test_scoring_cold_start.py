@@ -15,10 +15,10 @@ from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Se
 from apps.probes.scenario import load_scenario
 from apps.scheduler.scoring import cold_start, default_plugins, engine
 from apps.scheduler.scoring.common import WorkloadRef
-from apps.scheduler.scoring.network_score import naive_network_score
 from apps.scheduler.scoring.state import ClusterState, NodeResources, PodInfo
 from apps.topology.scenario_topology import topology_from_scenario
 from apps.topology.topomath import Topology
+from tests.support import oracles
 from tests.support.scoring_fixtures import paper_appgroup, pod_labels
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "paper-testbed.yaml"
@@ -97,7 +97,7 @@ def test_partially_placed_group_uses_regular_score(testbed):
     assert _best_zones(out, zone_of) == {"C"}
     assert not any("cold start" in note for note in out.notes)
     ref = WorkloadRef(group, group.workload("cart"))
-    expected = [naive_network_score(state, ref, n) for n in out.nodes]
+    expected = [oracles.network_score(state, ref, n) for n in out.nodes]
     np.testing.assert_allclose(out.breakdown["network-score"], expected, atol=1e-4)
 
 

@@ -10,10 +10,11 @@ import pytest
 from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
 from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import NEUTRAL_SCORE, WorkloadRef, topology_positions
-from apps.scheduler.scoring.network_score import compute_score, naive_network_score, network_scores
+from apps.scheduler.scoring.network_score import compute_score, network_scores
 from apps.scheduler.scoring.state import ClusterState, PodInfo
 from apps.topology.scenario_topology import metric_extrema
 from apps.topology.topomath import Topology
+from tests.support import oracles
 from tests.support.scoring_fixtures import random_metrics
 
 NAN = float("nan")
@@ -109,4 +110,4 @@ def test_vectorized_missing_metric_path_equals_naive(subset):
         ref = WorkloadRef(group, group.workload(w))
         scores, _ = network_scores(state, ref, topology_positions(topo, candidates))
         assert scores is not None
-        np.testing.assert_allclose(scores, [naive_network_score(state, ref, c) for c in candidates], atol=1e-4)
+        np.testing.assert_allclose(scores, [oracles.network_score(state, ref, c) for c in candidates], atol=1e-4)

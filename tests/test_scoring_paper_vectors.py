@@ -13,9 +13,10 @@ from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Se
 from apps.probes.scenario import load_scenario
 from apps.scheduler.scoring import engine
 from apps.scheduler.scoring.common import WorkloadRef, topology_positions
-from apps.scheduler.scoring.network_score import compute_score, naive_network_score, network_scores
+from apps.scheduler.scoring.network_score import compute_score, network_scores
 from apps.scheduler.scoring.state import ClusterState, PodInfo
 from apps.topology.scenario_topology import topology_from_scenario
+from tests.support import oracles
 from tests.support.scoring_fixtures import paper_appgroup
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "paper-testbed.yaml"
@@ -90,7 +91,7 @@ def test_vectorized_score_equals_naive_loop_on_random_placements(topology):
             ref = WorkloadRef(group, w)
             candidates = nodes if trial % 2 else rng.sample(nodes, 4)
             scores, _ = network_scores(state, ref, topology_positions(topology, candidates))
-            naive = [naive_network_score(state, ref, n) for n in candidates]
+            naive = [oracles.network_score(state, ref, n) for n in candidates]
             if scores is None:
                 assert all(v is None for v in naive)
             else:

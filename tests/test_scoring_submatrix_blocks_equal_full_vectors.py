@@ -15,6 +15,7 @@ from apps.scheduler.scoring.common import WorkloadRef, topology_positions
 from apps.scheduler.scoring.indexes import TopologyVectors
 from apps.scheduler.scoring.state import ClusterState
 from apps.topology.topomath import Topology
+from tests.support import oracles
 from tests.support.scoring_fixtures import paper_appgroup, random_metrics
 
 N = 240
@@ -61,7 +62,7 @@ def test_network_scores_on_a_few_candidates_match_the_reference_loop():
         if scores is None:
             continue
         for node, got in zip(candidates, scores, strict=True):
-            want = network_score.naive_network_score(state, ref, node)
+            want = oracles.network_score(state, ref, node)
             assert abs(got - want) < 1e-3, (workload.name, node, got, want)
 
 

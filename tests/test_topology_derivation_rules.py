@@ -7,6 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
+from apps.scheduler.scoring.common import WorkloadRef
+from apps.scheduler.scoring.network_overhead import overhead
+from apps.scheduler.scoring.state import ClusterState
 from apps.topology.topomath import (
     SAME_NODE_COST,
     SAME_ZONE_COST,
@@ -16,7 +20,6 @@ from apps.topology.topomath import (
     derive_topology,
     group_medians,
     nested_maps,
-    network_cost_matrix,
     topology_from_nested,
 )
 
@@ -31,6 +34,18 @@ def pairs_from(entries: dict[tuple[int, int], tuple[float, float, float]], ts: d
     vals = np.array([entries[k] for k in keys], dtype=float).reshape(-1, 3)
     stamps = np.array([(ts or {}).get(k, NOW - 10.0) for k in keys], dtype=float)
     return PairArrays(src, dst, vals[:, 0], vals[:, 1], vals[:, 2], stamps, stamps, stamps)
+
+
+def costs_to(topology, target: str, candidates: list[str]) -> dict[str, float]:
+    """The cost the NetworkOverhead scorer charges a pod on each candidate for one dependency placed on
+    ``target``: the zone/region costs as the scorer reads them (``scoring/indexes.py``'s places)."""
+    sensitivity = Sensitivity(1.0, 0.0, 0.0)
+    pod = WorkloadSpec("pod", LabelSelector({"app": "pod"}),
+                       dependencies=(DependencySpec(target="dep", sensitivity=sensitivity, max_network_cost=0.0),))
+    group = AppGroupSpec(namespace="default", name="g", workloads=(pod, WorkloadSpec("dep", LabelSelector({"app": "dep"}))))
+    state = ClusterState(topology=topology, appgroups=(group,), placements={("default", "g", "dep"): (target,)})
+    result = overhead(state, WorkloadRef(group, pod), candidates)
+    return {name: float(cost) for name, cost in zip(candidates, result.costs, strict=True)}
 
 
 def four_nodes() -> list[NodeMeta]:
@@ -141,11 +156,8 @@ def test_zone_cost_uses_a_cheaper_path_through_an_intermediate_zone():
     cheap = derive_topology(nodes=nodes, pairs=pairs_from(entries), now=NOW, stale_after_s=600,
                             zone_cost_overrides={("A", "C"): 1.5})
     assert cheap.zone_costs[("A", "C")] == 1.5
-    costs = network_cost_matrix(topo)
-    i = topo.index
-    assert costs[i["a0"], i["a0"]] == SAME_NODE_COST
-    assert costs[i["a0"], i["a1"]] == SAME_ZONE_COST
-    assert costs[i["a0"], i["c1"]] == 5.0
+    costs = costs_to(topo, "a0", ["a0", "a1", "c1"])
+    assert costs == {"a0": SAME_NODE_COST, "a1": SAME_ZONE_COST, "c1": 5.0}
 
 
 def test_region_costs_by_dijkstra_and_unknown_cost_without_path():
@@ -155,9 +167,8 @@ def test_region_costs_by_dijkstra_and_unknown_cost_without_path():
     topo = derive_topology(nodes=nodes, pairs=pairs, now=NOW, stale_after_s=600)
     assert topo.region_costs[("r1", "r3")] == 80.0
     assert ("r3", "r1") not in topo.region_costs
-    i = topo.index
-    assert network_cost_matrix(topo)[i["s"], i["p"]] == UNKNOWN_COST
-    assert network_cost_matrix(topo)[i["p"], i["s"]] == 80.0
+    assert costs_to(topo, "p", ["s"]) == {"s": UNKNOWN_COST}
+    assert costs_to(topo, "s", ["p"]) == {"p": 80.0}
 
 
 def test_nested_maps_round_trip():

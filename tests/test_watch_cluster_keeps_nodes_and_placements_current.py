@@ -3,9 +3,11 @@ the pod cache and AppGroup placements follow the cluster, through watch resumes 
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
+from itertools import pairwise
 
 import pytest
 from django.core.management import call_command
@@ -17,13 +19,13 @@ from apps.scheduler.management.commands.watch_cluster import ClusterWatcher
 from apps.scheduler.models import ObservedPod
 from apps.topology.models import Node
 from netaware_core import kube as kube_client
-from tests.support.extender_wire import save_boutique, use_extender_test_settings
+from tests.support.extender_wire import save_boutique
 
 
 @pytest.fixture
 def fake(settings):
     with FakeKube() as fake:
-        use_extender_test_settings(settings, KUBE_API_URL=fake.url)
+        settings.NETAWARE = {**settings.NETAWARE, "KUBE_API_URL": fake.url}
         kube_client.reset_clients()
         fake.add_node("n1", zone="A", region="testbed", allocatable={"cpu": "4", "memory": "8Gi", "pods": "110"})
         fake.add_node("n2", zone="B", region="testbed", allocatable={"cpu": "2500m", "memory": "4Gi", "pods": "110"})
@@ -36,7 +38,7 @@ def fake(settings):
     kube_client.reset_clients()
 
 
-def wait_for(check: Callable[[], bool], timeout: float = 10.0) -> None:
+def wait_for(check: Callable[[], bool], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
@@ -132,19 +134,28 @@ def test_watch_follows_changes_resumes_and_relists_after_410(fake, transactional
 
 
 def test_watch_backs_off_while_the_api_is_down(fake, transactional_db):
+    """Each failed attempt announces its delay; the next attempt of that watch comes no sooner, and
+    every delay lies within the exponential cap of its attempt (full jitter: 0.5 s * 2**k, at most 30 s)."""
     stop = threading.Event()
-    messages: list[str] = []
-    watcher = ClusterWatcher(watch_timeout=1, stop=stop, out=messages.append)
+    messages: list[tuple[float, str]] = []
+    watcher = ClusterWatcher(watch_timeout=1, stop=stop, out=lambda m: messages.append((time.monotonic(), m)))
     fake.down()
     thread = threading.Thread(target=watcher.run, daemon=True)
     thread.start()
     try:
-        wait_for(lambda: sum("retrying in" in m for m in messages) >= 2)
+        wait_for(lambda: sum("/api/v1/nodes" in m and "retrying in" in m for _, m in messages) >= 4, timeout=60)
         fake.up()
         wait_for(lambda: Node.objects.filter(name="n1").exists(), timeout=40)
     finally:
         stop.set()
         thread.join(5)
+    for path in ("/api/v1/nodes", "/api/v1/pods"):
+        failures = [(at, float(re.search(r"retrying in ([0-9.]+)s", m).group(1)))
+                    for at, m in messages if path in m and "retrying in" in m]
+        assert len(failures) >= 2, (path, messages)
+        for attempt, ((at, delay), (next_at, _)) in enumerate(pairwise(failures)):
+            assert delay <= min(30.0, 0.5 * 2**attempt) + 0.05, (path, attempt, delay)  # printed to 0.1 s
+            assert next_at - at >= delay - 0.05, (path, attempt, next_at - at, delay)  # it waited
 
 
 def test_resync_places_pods_of_an_appgroup_created_later(fake, transactional_db):

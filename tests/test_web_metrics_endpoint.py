@@ -106,14 +106,15 @@ def test_topology_and_pipeline_lag_series(client, token):
     metrics.record_publish(version=snapshot.version - 1, data_until=(now - timedelta(seconds=300)).timestamp())
 
     got = scrape(client)
+    took = (datetime.now(UTC) - now).total_seconds() + 0.001  # the ages grew by at most this meanwhile
     assert got["netaware_topology_version"][()] == snapshot.version
     assert got["netaware_topology_stale"][()] == 0.0
-    assert 120 <= got["netaware_topology_age_seconds"][()] < 130
+    assert 120 <= got["netaware_topology_age_seconds"][()] <= 120 + took
     pairs = {dict(k)["kind"]: v for k, v in got["netaware_topology_pairs"].items()}
     assert pairs == {"measured": snapshot.measured_pairs, "inferred": snapshot.inferred_pairs,
                      "stale": snapshot.stale_pairs} and pairs["measured"] > 0
     lag = {dict(k)["step"]: v for k, v in got["netaware_pipeline_lag_seconds"].items()}
-    assert 90 <= lag["pull"] < 100  # the slowest query's watermark
+    assert 90 <= lag["pull"] <= 90 + took  # the slowest query's watermark
     assert lag["rebuild"] == pytest.approx(60, abs=1)  # pulled up to now-60, topology has data to now-120
     assert lag["publish"] == pytest.approx(180, abs=1)  # the cluster has data to now-300
     up = {dict(k)["source"]: v for k, v in got["netaware_metrics_source_up"].items()}

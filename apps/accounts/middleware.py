@@ -1,8 +1,8 @@
 """Authentication for every page and API, except what must stay open.
 
-Open: the health endpoints, /metrics (its own bearer token), the extender verbs under /scheduler/
-(kube-scheduler; mutual TLS on the extender's own server), the login page, static files (served by
-WhiteNoise before this runs) and the admin (which has its own staff login).
+Open: the health endpoints, /metrics (its own bearer token), the login page, static files (served by
+WhiteNoise before this runs) and the admin (which has its own staff login). The extender verbs are not
+served by this process at all (only ``manage.py run_extender``, with mutual TLS).
 
 Pages: an anonymous user is sent to /login/?next=...; a user without the read permission gets the
 403 page; the pages' JSON under /dashboard/data/ answers 401 instead of redirecting. API (/api/...): a request without a session and without an Authorization header gets a
@@ -19,7 +19,7 @@ from django.http import JsonResponse
 
 from .permissions import anonymous_reads_allowed, can_read
 
-OPEN_PREFIXES = ("/healthz", "/readyz", "/metrics", "/scheduler/", "/login", "/admin/", "/static/", "/favicon.ico")
+OPEN_PREFIXES = ("/healthz", "/readyz", "/metrics", "/login", "/admin/", "/static/", "/favicon.ico")
 # HTML pages under /api/ (they send the browser to the login page instead of answering 401).
 API_PAGES = ("/api/docs/", "/api/redoc/")
 # JSON the dashboard pages poll: a session only (no tokens: these are not DRF views), 401 without one.

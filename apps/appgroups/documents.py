@@ -101,7 +101,7 @@ class PathMap:
 def detect_flavor(doc: Mapping[str, Any]) -> Flavor:
     """Which AppGroup shape a document is, from apiVersion and kind (DocumentError otherwise)."""
     if not isinstance(doc, Mapping):
-        raise DocumentError("", "the document must be an object (a Kubernetes resource)")
+        raise DocumentError("", "the document must be an object (a Kubernetes object)")
     kind = doc.get("kind")
     if kind != APPGROUP_KIND:
         raise DocumentError("kind", f"must be {APPGROUP_KIND!r} (got {validators.short(kind)})")
@@ -122,7 +122,7 @@ def spec_from_document(doc: Mapping[str, Any], *, default_namespace: str = "defa
     if detect_flavor(doc) == "diktyo":
         doc = _diktyo_as_ours(doc, paths)
     try:
-        ours = _with_selector_objects(doc)
+        ours = _with_label_selector_objects(doc)
     except DocumentError as exc:
         raise DocumentError(errors=paths.errors(exc.errors)) from None
     errors = crdschema.document_errors(ours)
@@ -153,7 +153,7 @@ def _merged(schema: dict[str, list[str]], semantic: dict[str, list[str]]) -> dic
     return out
 
 
-def _with_selector_objects(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+def _with_label_selector_objects(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     """``doc`` with the paper's ``app=frontend`` selector strings (our extension of the CRD) parsed
     into selector objects, so the CRD's schema can judge the rest."""
     spec = doc.get("spec")
@@ -167,7 +167,7 @@ def _with_selector_objects(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     for index, workload in enumerate(workloads):
         if isinstance(workload, Mapping) and isinstance(workload.get("selector"), str):
             try:
-                workload = {**workload, "selector": validators.parse_selector_string(workload["selector"])}
+                workload = {**workload, "selector": validators.parse_label_selector(workload["selector"])}
             except validators.SelectorError as exc:
                 errors[f"spec.workloads[{index}].selector"] = [exc.message]
         items.append(workload)
@@ -194,7 +194,7 @@ def _workload(item: Mapping[str, Any]) -> WorkloadSpec:
     requests = item.get("resources") or {}
     return WorkloadSpec(
         name=item["name"],
-        selector=selector_from_mapping(item["selector"]),  # the schema and the semantic step passed it
+        selector=label_selector_from_mapping(item["selector"]),  # the schema and the semantic step passed it
         weight=float(item.get("weight", 1.0)),
         dependencies=tuple(_dependency(dep) for dep in item.get("dependencies") or ()),
         controller_kind=controller.get("kind") or "",
@@ -215,7 +215,7 @@ def _dependency(dep: Mapping[str, Any]) -> DependencySpec:
     )
 
 
-def selector_from_mapping(selector: Mapping[str, Any]) -> LabelSelector:
+def label_selector_from_mapping(selector: Mapping[str, Any]) -> LabelSelector:
     """A validated selector dict ({matchLabels, matchExpressions}) as the frozen LabelSelector."""
     return LabelSelector(
         match_labels=dict(selector.get("matchLabels") or {}),
@@ -226,7 +226,7 @@ def selector_from_mapping(selector: Mapping[str, Any]) -> LabelSelector:
     )
 
 
-def selector_to_mapping(selector: LabelSelector) -> dict[str, Any]:
+def label_selector_to_mapping(selector: LabelSelector) -> dict[str, Any]:
     result: dict[str, Any] = {}
     if selector.match_labels:
         result["matchLabels"] = dict(selector.match_labels)
@@ -389,7 +389,7 @@ def _dependency_document(dependency: DependencySpec) -> dict[str, Any]:
 def _workload_document(workload: WorkloadSpec) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "name": workload.name,
-        "selector": selector_to_mapping(workload.selector),
+        "selector": label_selector_to_mapping(workload.selector),
         "weight": workload.weight,
     }
     if workload.controller_kind or workload.controller_name:
@@ -413,7 +413,7 @@ def _workload_document(workload: WorkloadSpec) -> dict[str, Any]:
 
 
 def spec_document(spec: AppGroupSpec) -> dict[str, Any]:
-    """The ``spec`` of our AppGroup resource (canonical: same spec -> same document). ``topologyMode`` is
+    """The ``spec`` of our AppGroup document (canonical: same spec -> same document). ``topologyMode`` is
     always written: the API server defaults it, so the cluster's copy carries it too."""
     return {
         "topologySortingAlgorithm": spec.topology_sorting_algorithm,
@@ -447,7 +447,7 @@ def _extras_document(spec: AppGroupSpec) -> dict[str, Any]:
     for workload in spec.workloads:
         entry: dict[str, Any] = {
             "weight": workload.weight,
-            "selector": selector_to_mapping(workload.selector),
+            "selector": label_selector_to_mapping(workload.selector),
         }
         entry["replicas"] = workload.replicas
         if workload.cpu_request_millicores:

@@ -14,7 +14,6 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.lookups import GreaterThan
 from django.utils import timezone
-
 from simple_history.models import HistoricalRecords
 
 from netaware_core import quantity

@@ -49,7 +49,7 @@ def _spec(
         specs.append(
             WorkloadSpec(
                 name=workload.name,
-                selector=documents.selector_from_mapping(workload.selector or {}),
+                selector=documents.label_selector_from_mapping(workload.selector or {}),
                 weight=workload.weight,
                 dependencies=tuple(by_source.get(workload.pk, ())),
                 controller_kind=workload.controller_kind,
@@ -129,11 +129,11 @@ def workload_ids() -> dict[tuple[str, str, str], tuple[int, int]]:
     return {(ns, ag, wl): (ag_id, wl_id) for ns, ag, wl, ag_id, wl_id in rows}
 
 
-def namespace_selectors(*, namespace: str, exclude_pk: int | None = None) -> list[tuple[str, str, LabelSelector]]:
+def namespace_label_selectors(*, namespace: str, exclude_pk: int | None = None) -> list[tuple[str, str, LabelSelector]]:
     """(AppGroup "namespace/name", workload, selector) of every workload of the namespace's AppGroups."""
     rows = (Workload.objects.filter(appgroup__namespace=namespace).exclude(appgroup_id=exclude_pk)
             .order_by("appgroup__name", "position").values_list("appgroup__namespace", "appgroup__name", "name", "selector"))
-    return [(f"{ns}/{group}", name, documents.selector_from_mapping(selector or {})) for ns, group, name, selector in rows]
+    return [(f"{ns}/{group}", name, documents.label_selector_from_mapping(selector or {})) for ns, group, name, selector in rows]
 
 
 def overlapping_appgroups() -> dict[str, list[str]]:
@@ -144,7 +144,7 @@ def overlapping_appgroups() -> dict[str, list[str]]:
     rows = Workload.objects.order_by("appgroup__namespace", "appgroup__name", "position").values_list(
         "appgroup__namespace", "appgroup__name", "name", "selector")
     for ns, group, name, selector in rows:
-        by_namespace.setdefault(ns, []).append((f"{ns}/{group}", name, documents.selector_from_mapping(selector or {})))
+        by_namespace.setdefault(ns, []).append((f"{ns}/{group}", name, documents.label_selector_from_mapping(selector or {})))
     flags: dict[str, list[str]] = {}
     for entries in by_namespace.values():
         for i, (group_a, name_a, sel_a) in enumerate(entries):
@@ -166,7 +166,7 @@ def claims_for_labels(*, namespace: str, labels: dict[str, str]) -> list[Workloa
     pin = labels.get(documents.APPGROUP_LABEL) or labels.get(documents.DIKTYO_APPGROUP_LABEL)
     claims: list[WorkloadClaim] = []
     seen: set[str] = set()
-    for group, name, selector in namespace_selectors(namespace=namespace):
+    for group, name, selector in namespace_label_selectors(namespace=namespace):
         if group in seen or (pin and group != (pin if "/" in pin else f"{namespace}/{pin}")):
             continue
         if selector.matches(labels):

@@ -33,7 +33,7 @@ from .choices import Origin, PlacementSource
 from .graph import AppGroupSpec, DependencySpec, WorkloadSpec
 from .models import AppGroup, AppGroupTombstone, Dependency, Placement, Workload
 from .overlap import overlaps
-from .selectors import appgroup_spec, appgroups_with_graph, namespace_selectors
+from .selectors import appgroup_spec, appgroups_with_graph, namespace_label_selectors
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def check_appgroup(
 
 def _overlap_errors(*, spec: AppGroupSpec, exclude_pk: int | None) -> dict[str, list[str]]:
     """A pod both selectors match would silently belong to whichever AppGroup comes first by name."""
-    others = namespace_selectors(namespace=spec.namespace, exclude_pk=exclude_pk)
+    others = namespace_label_selectors(namespace=spec.namespace, exclude_pk=exclude_pk)
     index = {w.name: i for i, w in enumerate(spec.workloads)}
     errors: dict[str, list[str]] = {}
     for o in overlaps([(w.name, w.selector) for w in spec.workloads], others):
@@ -169,7 +169,7 @@ def _write_graph(*, appgroup: AppGroup, spec: AppGroupSpec) -> None:
 
 def _copy_workload(workload: Workload, spec: WorkloadSpec, *, position: int) -> None:
     workload.position = position
-    workload.selector = documents.selector_to_mapping(spec.selector)
+    workload.selector = documents.label_selector_to_mapping(spec.selector)
     workload.weight = spec.weight
     workload.controller_kind, workload.controller_name = spec.controller_kind, spec.controller_name
     workload.replicas = spec.replicas
@@ -319,7 +319,7 @@ def _find_workload(*, pod_namespace: str, labels: Mapping[str, str]) -> Workload
     for appgroup in groups:
         workloads = list(appgroup.workloads.all())
         for workload in workloads:
-            selector = documents.selector_from_mapping(workload.selector or {})
+            selector = documents.label_selector_from_mapping(workload.selector or {})
             if selector.matches(labels):
                 return workload
         # scheduler-plugins pods name their workload in a label; our diktyo import names workloads so.

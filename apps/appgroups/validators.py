@@ -124,7 +124,7 @@ def split_requirements(text: str) -> list[str]:
     return [part.strip() for part in parts]
 
 
-def parse_selector_string(text: str) -> dict[str, Any]:
+def parse_label_selector(text: str) -> dict[str, Any]:
     """The paper's ``app=frontend`` form (and kubectl's -l syntax) as matchLabels/matchExpressions."""
     match_labels: dict[str, str] = {}
     expressions: list[dict[str, Any]] = []
@@ -152,10 +152,10 @@ def parse_selector_string(text: str) -> dict[str, Any]:
             expressions.append({"key": requirement[1:].strip(), "operator": "DoesNotExist", "values": []})
         else:
             expressions.append({"key": requirement, "operator": "Exists", "values": []})
-    return _selector(match_labels, expressions)
+    return _label_selector(match_labels, expressions)
 
 
-def _selector(match_labels: dict[str, str], expressions: list[dict[str, Any]]) -> dict[str, Any]:
+def _label_selector(match_labels: dict[str, str], expressions: list[dict[str, Any]]) -> dict[str, Any]:
     """{matchLabels?, matchExpressions?}, an empty part left out."""
     selector: dict[str, Any] = {}
     if match_labels:
@@ -165,14 +165,14 @@ def _selector(match_labels: dict[str, str], expressions: list[dict[str, Any]]) -
     return selector
 
 
-def normalize_selector(value: object) -> dict[str, Any]:
+def normalize_label_selector(value: object) -> dict[str, Any]:
     """Validate a selector (string or mapping) and return it as {matchLabels?, matchExpressions?}.
 
     Raises SelectorError with a path relative to the selector. An empty selector is refused: in
     Kubernetes it would select every pod of the namespace, never what a workload means.
     """
     if isinstance(value, str):
-        value = parse_selector_string(value)
+        value = parse_label_selector(value)
     if not isinstance(value, Mapping):
         raise SelectorError(
             "", "selector must be an object with matchLabels/matchExpressions or a string like 'app=frontend'"
@@ -226,7 +226,7 @@ def normalize_selector(value: object) -> dict[str, Any]:
         )
     if not normalized_labels and not normalized_expressions:
         raise SelectorError("", "selector must not be empty (it would select every pod)")
-    return _selector(normalized_labels, normalized_expressions)
+    return _label_selector(normalized_labels, normalized_expressions)
 
 
 # --- the document's cross-field rules ----------------------------------------------------------
@@ -258,7 +258,7 @@ def semantic_errors(doc: Mapping[str, Any]) -> dict[str, list[str]]:
         if name in first:
             add(f"{base}.name", f"duplicate workload name {short(name)} (also workloads[{first[name]}])")
         first.setdefault(name, index)
-        _selector_errors(workload["selector"], f"{base}.selector", add)
+        _label_selector_errors(workload["selector"], f"{base}.selector", add)
         requests = workload.get("resources") or {}
         for key, parse in (("cpu", quantity.cpu_millicores), ("memory", quantity.memory_bytes)):
             add(f"{base}.resources.{key}", _quantity_error(requests.get(key), parse))
@@ -267,9 +267,9 @@ def semantic_errors(doc: Mapping[str, Any]) -> dict[str, list[str]]:
     return errors
 
 
-def _selector_errors(selector: Any, path: str, add: Callable[[str, str | None], None]) -> None:
+def _label_selector_errors(selector: Any, path: str, add: Callable[[str, str | None], None]) -> None:
     try:
-        normalize_selector(selector)
+        normalize_label_selector(selector)
     except SelectorError as exc:
         add(f"{path}.{exc.field_path}" if exc.field_path else path, exc.message)
 

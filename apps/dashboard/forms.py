@@ -18,7 +18,7 @@ from apps.appgroups import documents, services
 from apps.appgroups.models import AppGroup
 from netaware_core.parsers import BodyError, load_document
 
-MAX_YAML_BYTES = 1024 * 1024  # an AppGroup resource is a few KiB; the editor never needs more
+MAX_YAML_BYTES = 1024 * 1024  # an AppGroup document is a few KiB; the editor never needs more
 
 
 # --- YAML editor --------------------------------------------------------------------------------
@@ -53,7 +53,7 @@ def _yaml_line(text: str, path: str) -> int | None:
 
 
 class AppGroupYAMLForm(forms.Form):
-    """One AppGroup resource (ours or scheduler-plugins') as YAML."""
+    """One AppGroup document (ours or scheduler-plugins') as YAML."""
 
     document = forms.CharField(widget=forms.Textarea(attrs={"class": "yaml", "spellcheck": "false"}))
 

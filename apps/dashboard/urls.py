@@ -43,5 +43,5 @@ urlpatterns = [
     path("dashboard/data/placements", placements.placements_data, name="dashboard-data-placements"),
     path("dashboard/data/appgroups/validate", appgroups.appgroup_validate, name="dashboard-appgroup-validate"),
     path("dashboard/data/appgroups/save", appgroups.appgroup_save, name="dashboard-appgroup-save"),
-    path("dashboard/data/selector-preview", appgroups.selector_preview, name="dashboard-selector-preview"),
+    path("dashboard/data/selector-preview", appgroups.label_selector_preview, name="dashboard-selector-preview"),
 ]

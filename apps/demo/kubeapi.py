@@ -598,10 +598,6 @@ class FakeKube:
         if self._server is None:
             self._listen(self.port)
 
-    @property
-    def is_up(self) -> bool:
-        return self._server is not None
-
     def __enter__(self) -> FakeKube:
         return self.start()
 

@@ -46,7 +46,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-from apps.probes import metrics, plan
+from apps.probes import metrics
 from apps.probes.agent_auth import (
     DATE_HEADER,
     NONCE_HEADER,
@@ -65,6 +65,18 @@ from apps.probes.agent_iperf import (
     release_lease,
     run_iperf3,
     take_lease,
+)
+from apps.probes.fanout import (
+    DEFAULT_BANDWIDTH_PEERS,
+    DEFAULT_MAX_PEERS,
+    DEFAULT_MIN_PAIRS,
+    DEFAULT_ROTATION_SECONDS,
+    FanoutError,
+    FanoutNode,
+    FanoutSettings,
+    layout,
+    node_epoch,
+    peers_of,
 )
 
 log = logging.getLogger("netaware.agent")
@@ -89,7 +101,7 @@ class Peer:
     name: str
     host: str
     port: int  # the peer agent's port: TCP for /metrics + lease, UDP for echo
-    zone: str = ""  # placement, for the fan-out plan (apps/probes/plan.py)
+    zone: str = ""  # placement, for the fan-out (apps/probes/fanout.py)
     region: str = ""
 
     @property
@@ -193,8 +205,8 @@ class Config:
     api_token: str = ""
     rtt_export: str = metrics.EXPORT_QUANTILES
     quantile_window: float = 300.0
-    fanout: plan.PlanSettings = field(default_factory=plan.PlanSettings)
-    bandwidth_peers: int = plan.DEFAULT_BANDWIDTH_PEERS
+    fanout: FanoutSettings = field(default_factory=FanoutSettings)
+    bandwidth_peers: int = DEFAULT_BANDWIDTH_PEERS
 
 
 def _env_value(env: Mapping[str, str], key: str, default: _N, parse: Callable[[str], _N], what: str) -> _N:
@@ -265,16 +277,16 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
                         "the full RTT histogram and packet counters (45 series) [PROBE_RTT_EXPORT, default quantiles]")
     p.add_argument("--quantile-window", type=float, default=_env_float(env, "PROBE_QUANTILE_WINDOW", 300.0),
                    help="seconds of probes behind the exported quantiles and loss [PROBE_QUANTILE_WINDOW, default 300]")
-    p.add_argument("--max-peers", type=int, default=_env_int(env, "PROBE_MAX_PEERS", plan.DEFAULT_MAX_PEERS),
+    p.add_argument("--max-peers", type=int, default=_env_int(env, "PROBE_MAX_PEERS", DEFAULT_MAX_PEERS),
                    help="K: peers probed at once, 0 = full mesh [PROBE_MAX_PEERS, default 24]")
-    p.add_argument("--min-pairs", type=int, default=_env_int(env, "PROBE_MIN_PAIRS", plan.DEFAULT_MIN_PAIRS),
-                   help="m: measured node pairs per zone pair the plan guarantees [PROBE_MIN_PAIRS, default 3]")
+    p.add_argument("--min-pairs", type=int, default=_env_int(env, "PROBE_MIN_PAIRS", DEFAULT_MIN_PAIRS),
+                   help="m: measured node pairs per zone pair the fan-out guarantees [PROBE_MIN_PAIRS, default 3]")
     p.add_argument("--rotation-seconds", type=float,
-                   default=_env_float(env, "PROBE_ROTATION_SECONDS", plan.DEFAULT_ROTATION_SECONDS),
+                   default=_env_float(env, "PROBE_ROTATION_SECONDS", DEFAULT_ROTATION_SECONDS),
                    help="how long one sample of peers is kept [PROBE_ROTATION_SECONDS, default 21600]")
     p.add_argument("--bandwidth-peers", type=int,
-                   default=_env_int(env, "PROBE_BANDWIDTH_PEERS", plan.DEFAULT_BANDWIDTH_PEERS),
-                   help="K of the iperf3 plan, 0 = every peer [PROBE_BANDWIDTH_PEERS, default 8]")
+                   default=_env_int(env, "PROBE_BANDWIDTH_PEERS", DEFAULT_BANDWIDTH_PEERS),
+                   help="K of the iperf3 fan-out, 0 = every peer [PROBE_BANDWIDTH_PEERS, default 8]")
     p.add_argument("--log-level", default=env.get("LOG_LEVEL", "INFO"))
     return p
 
@@ -305,9 +317,9 @@ def load_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | None
     if args.bandwidth_peers < 0:
         raise ConfigError(f"PROBE_BANDWIDTH_PEERS/--bandwidth-peers: must be >= 0, got {args.bandwidth_peers}")
     try:
-        plan_settings = plan.PlanSettings(max_peers=args.max_peers, min_pairs=args.min_pairs,
+        fanout_settings = FanoutSettings(max_peers=args.max_peers, min_pairs=args.min_pairs,
                                           rotation_seconds=args.rotation_seconds)
-    except plan.PlanError as exc:
+    except FanoutError as exc:
         flag = str(exc).split(":", 1)[0].replace("_", "-")
         raise ConfigError(f"--{flag}: {str(exc).split(':', 1)[1].strip()}") from None
     static = parse_peers(args.peers or "", default_port=args.metrics_port,
@@ -329,7 +341,7 @@ def load_config(argv: Sequence[str] | None = None, env: Mapping[str, str] | None
         iperf_interval=args.iperf_interval, iperf_duration=args.iperf_duration,
         iperf_binary=args.iperf_binary, iperf_enabled=not args.no_iperf,
         discovery_interval=args.discovery_interval, secret=secret, api_token=_read_token(env),
-        rtt_export=args.rtt_export, quantile_window=args.quantile_window, fanout=plan_settings,
+        rtt_export=args.rtt_export, quantile_window=args.quantile_window, fanout=fanout_settings,
         bandwidth_peers=args.bandwidth_peers,
     )
 
@@ -444,14 +456,14 @@ class Agent:
             self.m.registry.register(_QuantileCollector(self))
         self.stop = threading.Event()
         self._known: dict[str, Peer] = {}  # every peer discovered or configured
-        self._peers: dict[str, Peer] = {}  # the ones the plan probes now
+        self._peers: dict[str, Peer] = {}  # the ones the fan-out probes now
         self._bandwidth_peers: tuple[str, ...] = ()
         self._states: dict[str, _PeerState] = {}
         self._peers_lock = threading.Lock()
         self._placement = (config.zone or "", config.region or "")
         self._exported_placement: tuple[str, str] | None = None
         self._epoch: int | None = None
-        self._layout = plan.layout([plan.PlanNode(config.node)])
+        self._layout = layout([FanoutNode(config.node)])
         self._max_outcomes = int(max(config.probe_rate, 0.1) * config.quantile_window * 1.2) + 16
         self._mac = PacketMac(config.secret)
         self._verifier = RequestVerifier(config.secret)
@@ -468,7 +480,7 @@ class Agent:
         self.set_peers(dict(config.static_peers))
         self._threads: list[threading.Thread] = []
 
-    # -- peers and the plan -----------------------------------------------------------------------
+    # -- peers and the fan-out -----------------------------------------------------------------------
     def _set_placement(self, zone: str, region: str) -> None:
         if (zone or region) and (zone, region) != self._exported_placement:
             self.m.node_info.clear()
@@ -477,29 +489,29 @@ class Agent:
         self._placement = (zone, region)
 
     def set_peers(self, peers: dict[str, Peer], now: float | None = None) -> None:
-        """Record every known peer and probe the ones this node's plan names for the current epoch."""
+        """Record every known peer and probe the ones this node's fan-out names for the current epoch."""
         me = peers.pop(self.config.node, None)
         if me is not None and (me.zone or me.region):  # the node list's placement, as every agent sees it
             self._set_placement(me.zone, me.region)
         with self._peers_lock:
             self._known = peers
-            self._apply_plan(time.time() if now is None else now)
+            self._apply_fanout(time.time() if now is None else now)
 
     def _plan_for(self, max_peers: int, epoch: int) -> tuple[str, ...]:
-        settings = plan.PlanSettings(max_peers=max_peers, min_pairs=self.config.fanout.min_pairs,
+        settings = FanoutSettings(max_peers=max_peers, min_pairs=self.config.fanout.min_pairs,
                                      rotation_seconds=self.config.fanout.rotation_seconds)
-        return plan.peers_of(self._layout, self.config.node, settings, epoch)
+        return peers_of(self._layout, self.config.node, settings, epoch)
 
     def _current_epoch(self, now: float) -> int:
-        return plan.node_epoch(self._layout, self.config.node, self.config.fanout, now)
+        return node_epoch(self._layout, self.config.node, self.config.fanout, now)
 
-    def _apply_plan(self, now: float) -> None:
+    def _apply_fanout(self, now: float) -> None:
         """Called with the peers lock held."""
         zone, region = self._placement
-        nodes = [plan.PlanNode(self.config.node, zone, region)]
-        nodes += [plan.PlanNode(p.name, p.zone, p.region) for p in self._known.values()]
-        self._layout = plan.layout(nodes)
-        epoch = self._current_epoch(now)  # staggered by rank inside the zone (plan.node_epoch)
+        nodes = [FanoutNode(self.config.node, zone, region)]
+        nodes += [FanoutNode(p.name, p.zone, p.region) for p in self._known.values()]
+        self._layout = layout(nodes)
+        epoch = self._current_epoch(now)  # staggered by rank inside the zone (node_epoch)
         self._epoch = epoch
         wanted = {name: self._known[name] for name in self._plan_for(self.config.fanout.max_peers, epoch)}
         states = dict(self._states)
@@ -645,7 +657,7 @@ class Agent:
                 next_discovery = now + cfg.discovery_interval
             if self._current_epoch(time.time()) != self._epoch:  # rotation: a new sample of peers
                 with self._peers_lock:
-                    self._apply_plan(time.time())
+                    self._apply_fanout(time.time())
             if cfg.iperf_enabled and now >= next_test:
                 names = [name for name in self._bandwidth_peers if name in self._known]
                 if names:
@@ -790,7 +802,7 @@ class Agent:
             thread.start()
             self._threads.append(thread)
         k = self.config.fanout.max_peers
-        log.info("agent %s listening on %s:%d (udp echo + http), %d static peers, plan K=%s, %s export, "
+        log.info("agent %s listening on %s:%d (udp echo + http), %d static peers, fan-out K=%s, %s export, "
                  "iperf3 server :%d%s", self.config.node, self.config.bind, self.config.port,
                  len(self.config.static_peers), k or "full mesh", self.config.rtt_export,
                  self.config.iperf_port, "" if self.config.iperf_enabled else " (disabled)")

@@ -31,7 +31,15 @@ import numpy as np
 from prometheus_client.utils import floatToGoString
 from scipy.special import ndtri
 
-from apps.probes import metrics, plan
+from apps.probes import metrics
+from apps.probes.fanout import (
+    DEFAULT_BANDWIDTH_PEERS,
+    FanoutNode,
+    FanoutSettings,
+    layout,
+    node_epoch,
+    peers_of,
+)
 from apps.probes.scenario import LinkSpec, Scenario
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -86,7 +94,7 @@ class EmulatorServer:
 
 
 class Emulator:
-    """Metrics of every node of a scenario, advancing with the clock, following the fan-out plan."""
+    """Metrics of every node of a scenario, advancing with the clock, following the fan-out."""
 
     def __init__(
         self,
@@ -97,8 +105,8 @@ class Emulator:
         clock: Callable[[], float] = time.time,
         bandwidth_interval_s: float = 60.0,
         export: str = metrics.EXPORT_QUANTILES,
-        fanout: plan.PlanSettings | None = None,
-        bandwidth_peers: int = plan.DEFAULT_BANDWIDTH_PEERS,
+        fanout: FanoutSettings | None = None,
+        bandwidth_peers: int = DEFAULT_BANDWIDTH_PEERS,
         quantile_window_s: float = 300.0,
     ) -> None:
         if ping_rate_hz <= 0:
@@ -116,8 +124,8 @@ class Emulator:
         self.bandwidth_interval_s = float(bandwidth_interval_s)
         self.export = export
         self.histograms = export == metrics.EXPORT_HISTOGRAM
-        self.fanout = fanout if fanout is not None else plan.PlanSettings()  # the agents' default plan (K = 24, docs/scale.md)
-        self.bandwidth_fanout = plan.PlanSettings(max_peers=bandwidth_peers, min_pairs=self.fanout.min_pairs,
+        self.fanout = fanout if fanout is not None else FanoutSettings()  # the agents' default fan-out (K = 24, docs/scale.md)
+        self.bandwidth_fanout = FanoutSettings(max_peers=bandwidth_peers, min_pairs=self.fanout.min_pairs,
                                                   rotation_seconds=self.fanout.rotation_seconds)
         self.quantile_window_s = float(quantile_window_s)
         self._clock = clock
@@ -129,8 +137,8 @@ class Emulator:
         self.node_names = names
         self._index = {name: i for i, name in enumerate(names)}
         self._spec = {node.name: node for node in scenario.nodes}
-        self._plan_nodes = [plan.PlanNode(n.name, n.zone, n.region) for n in scenario.nodes]
-        self._layout = plan.layout(self._plan_nodes)
+        self._fanout_nodes = [FanoutNode(n.name, n.zone, n.region) for n in scenario.nodes]
+        self._layout = layout(self._fanout_nodes)
         self._buckets = np.asarray(metrics.RTT_BUCKETS, dtype=float)
         self._bucket_labels = [_num(b) for b in metrics.RTT_BUCKETS] + ["+Inf"]
         self._quantile_labels = [metrics.quantile_label(q) for q in metrics.QUANTILES]
@@ -153,18 +161,18 @@ class Emulator:
         self._activate(self._start)
         self._advance(self._start)
 
-    # -- the plan ---------------------------------------------------------------------------------
+    # -- the fan-out ------------------------------------------------------------------------------
     def _epochs(self, now: float) -> tuple[int, ...]:
-        return tuple(plan.node_epoch(self._layout, name, self.fanout, now) for name in self.node_names)
+        return tuple(node_epoch(self._layout, name, self.fanout, now) for name in self.node_names)
 
-    def plan_at(self, now: float) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
-        """(probe plan, bandwidth plan) of every node at ``now``: what real agents would do."""
+    def fanout_at(self, now: float) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+        """(probe fan-out, bandwidth fan-out) of every node at ``now``: what real agents would do."""
         epochs = dict(zip(self.node_names, self._epochs(now), strict=True))
-        probes = {name: plan.peers_of(self._layout, name, self.fanout, epochs[name]) for name in self.node_names}
+        probes = {name: peers_of(self._layout, name, self.fanout, epochs[name]) for name in self.node_names}
         if self.bandwidth_fanout.max_peers == 0:
             bandwidth = {name: tuple(n for n in self.node_names if n != name) for name in self.node_names}
         else:
-            bandwidth = {name: plan.peers_of(self._layout, name, self.bandwidth_fanout, epochs[name])
+            bandwidth = {name: peers_of(self._layout, name, self.bandwidth_fanout, epochs[name])
                          for name in self.node_names}
         return probes, bandwidth
 
@@ -178,11 +186,11 @@ class Emulator:
         return sc.zone_links.get((self._spec[source].zone, self._spec[target].zone))
 
     def _activate(self, now: float) -> None:
-        """Switch to the plan of ``now``'s epoch, keeping the state of pairs that stay."""
+        """Switch to the fan-out of ``now``'s epoch, keeping the state of pairs that stay."""
         epoch = self._epochs(now)  # every node's own (staggered) epoch
         if epoch == self._epoch:
             return
-        probes, bandwidth = self.plan_at(now)
+        probes, bandwidth = self.fanout_at(now)
         pairs: list[tuple[str, str]] = []
         probed: list[bool] = []
         tested: list[bool] = []
@@ -232,8 +240,8 @@ class Emulator:
         bw_ts = carried("_bw_ts", np.nan, float)
         bw_next = carried("_bw_next", np.nan, float)
         since = carried("_since", now, float)
-        # A pair leaving the probe plan is forgotten by its agent (series removed, counters restart
-        # from 0 when it comes back); one leaving the bandwidth plan loses its bandwidth gauges.
+        # A pair leaving the probe fan-out is forgotten by its agent (series removed, counters restart
+        # from 0 when it comes back); one leaving the bandwidth fan-out loses its bandwidth gauges.
         was_probed = carried("_probed", False, bool)
         was_tested = carried("_tested", False, bool)
         restart = new_probed & ~was_probed
@@ -502,7 +510,7 @@ class Emulator:
             "# HELP netaware_emulator_ping_rate_hz Emulated probes per second per directed pair.",
             "# TYPE netaware_emulator_ping_rate_hz gauge",
             f"netaware_emulator_ping_rate_hz {self.ping_rate_hz}",
-            "# HELP netaware_emulator_active_pairs Directed pairs probed under the current plan.",
+            "# HELP netaware_emulator_active_pairs Directed pairs probed under the current fan-out.",
             "# TYPE netaware_emulator_active_pairs gauge",
             f"netaware_emulator_active_pairs {float(self.active_pairs)}",
         ]

@@ -130,7 +130,7 @@ class WindowDigest(models.Model):
 class PairLatest(models.Model):
     """The newest sample of every (series, source, target), kept by database triggers on PairSample.
 
-    With a rotating probe plan every window holds a different pair set, so "newest value per pair"
+    With a rotating probe fan-out every window holds a different pair set, so "newest value per pair"
     over the raw table would scan every window of the look-back (minutes at 1,000 nodes); this table
     answers it by reading one row per pair. Statement-level triggers (migration 0006) upsert each
     inserted or updated batch of raw rows, newest ``ts`` wins, whoever writes them (pipeline, tests,

@@ -19,7 +19,6 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import requests
@@ -54,10 +53,6 @@ class Window:
 
     start: int  # epoch seconds, multiple of the window width
     end: int
-
-    @property
-    def end_datetime(self) -> datetime:
-        return datetime.fromtimestamp(self.end, tz=UTC)
 
 
 def align_down(epoch: float, width: int) -> int:

@@ -68,9 +68,9 @@ def _latest(cursor, series: str, since: datetime) -> PairValues:  # type: ignore
     """PairLatest (one row per pair, at most LATEST_REFRESH_SECONDS older than the pair's newest sample)
     overlaid with the raw windows of the last LATEST_REFRESH_SECONDS before the newest one (exact there).
 
-    With a rotating probe plan every stored window holds a different pair set, so the newest value per
+    With a rotating probe fan-out every stored window holds a different pair set, so the newest value per
     pair over the raw table meant scanning every window of the look-back (335 s for one series at 1,000
-    nodes, measured); this reads one row per pair plus a few windows. A pair that left the plan is
+    nodes, measured); this reads one row per pair plus a few windows. A pair that left the fan-out is
     reported with a sample at most LATEST_REFRESH_SECONDS older than its last one.
     """
     cursor.execute(_NEWEST_SQL, [series, since])

@@ -173,6 +173,7 @@ class SchedulingCache:
     def set_appgroups(self, appgroups: Iterable[AppGroupSpec]) -> None:
         with self._lock:
             self._appgroups = tuple(appgroups)
+            self._other_dirty = True  # the next view carries them (not only the recounted placements)
             self._workload_memo.clear()
             for key in list(self._pods):
                 self._recount(key)

@@ -85,15 +85,15 @@ class DecisionLog:
     POLL_SECONDS = 0.05
 
     def __init__(self, *, redis_client: Callable[[], redis.Redis], queue_max: int = 20000,
-                 buffer_max: int = 5000, retention: int = 10000, use_queue: bool = True) -> None:
+                 buffer_max: int = 5000, retention: int = 10000) -> None:
         self.redis_client = redis_client
         self.queue_max = queue_max
         self.buffer_max = buffer_max
         self.retention = retention
-        self.use_queue = use_queue
         self.lock = threading.Lock()
         self.pending: list[dict[str, Any]] = []
         self.outbox: list[bytes] = []
+        self.recorded = 0  # records added by requests (recorded - logged - dropped are still here)
         self.logged = 0  # records shipped (Redis or Postgres)
         self.dropped = 0  # records lost to the buffer bound (Redis and Postgres away for long)
         self.failing = ""  # why the last shipment failed ("" = fine)
@@ -107,8 +107,9 @@ class DecisionLog:
         record.setdefault("ts", timezone.now().isoformat())
         with self.lock:
             self.pending.append(record)
+            self.recorded += 1
 
-    # --- shipping (background thread, or ``flush`` for tests and shutdown) -------------------
+    # --- shipping (background thread; ``stop`` ships the rest at shutdown) -------------------
 
     def ship(self) -> int:
         """Encode what is pending and send it; returns how many records left the process."""
@@ -119,16 +120,15 @@ class DecisionLog:
             blobs, self.outbox = self.outbox + blobs, []
         if not blobs:
             return 0
-        if self.use_queue:
-            try:
-                pipe = self.redis_client().pipeline(transaction=False)
-                pipe.rpush(DECISION_QUEUE_KEY, *blobs)
-                pipe.ltrim(DECISION_QUEUE_KEY, -self.queue_max, -1)
-                pipe.execute()
-                self._shipped(len(blobs))
-                return len(blobs)
-            except redis.RedisError as exc:
-                self.failing = f"redis: {type(exc).__name__}: {exc}"
+        try:
+            pipe = self.redis_client().pipeline(transaction=False)
+            pipe.rpush(DECISION_QUEUE_KEY, *blobs)
+            pipe.ltrim(DECISION_QUEUE_KEY, -self.queue_max, -1)
+            pipe.execute()
+            self._shipped(len(blobs))
+            return len(blobs)
+        except redis.RedisError as exc:
+            self.failing = f"redis: {type(exc).__name__}: {exc}"
         try:
             write(blobs)
         except (DatabaseError, InterfaceError) as exc:
@@ -189,6 +189,7 @@ class DecisionLog:
             except Exception:
                 log.exception("decision log: shipping failed")
             retry_at = time.monotonic() + 1.0 if self.failing else 0.0
+        connection.close()  # the Postgres fallback's connection belongs to this thread
 
 
 # Trim the batch just stored only if it is still the head of the queue (its first and last records,

@@ -5,28 +5,22 @@ so these views answer 200 for every POST whatever happens (bad JSON, wrong types
 scoring), with the reason in the verb's ``Error`` field, and never redirect. The body is read
 here, bounded by ``MAX_EXTENDER_BODY``, bypassing Django's form parsing.
 
-Two ways in, one behaviour: the Django views below (URLconf, test client, any WSGI server that
-mounts Django directly), and ``extender_app``, a bare WSGI dispatch that ``netaware_site.wsgi``
-puts in front of Django for the extender paths. It skips middleware (sessions, auth, CSRF,
-messages: useless to kube-scheduler, ~0.3 ms per call) and URL resolution, and writes the same
-status, headers and body through the same ``call`` as the Django views.
+One way in: ``application``, the bare WSGI app that the extender server (``manage.py run_extender``,
+``netaware_site.extender_wsgi``) serves. It has no middleware (sessions, auth, CSRF, messages: useless
+to kube-scheduler, ~0.3 ms per call) and no URL resolver; the web server does not answer these paths.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 from django.conf import settings
-from django.core import signals
-from django.http import HttpRequest, HttpResponse
-from django.views.decorators.csrf import csrf_exempt
 
 from . import metrics, services, wire
-from .runtime import runtime
 
 log = logging.getLogger(__name__)
 request_log = logging.getLogger("django.request")
@@ -108,44 +102,7 @@ def _timing(ms: float) -> tuple[str, str]:
     return ("Server-Timing", f"app;dur={ms:.3f}")
 
 
-# --- Django views ---------------------------------------------------------------------------
-
-
-class ExtenderResponse(HttpResponse):
-    """A 200 JSON response that writes its pending decision log entries once the body is out."""
-
-    def close(self) -> None:
-        super().close()
-        services.after_response()
-
-
-def _not_post(request: HttpRequest) -> HttpResponse:
-    response = HttpResponse(_not_post_payload(str(request.method)), content_type=JSON, status=405)
-    response["Allow"] = "POST"
-    return response
-
-
-def _endpoint(verb: str):  # type: ignore[no-untyped-def]
-    @csrf_exempt
-    def view(request: HttpRequest) -> HttpResponse:
-        if request.method != "POST":
-            return _not_post(request)
-        payload, ms = call(verb, request.META.get("CONTENT_LENGTH"), request.read)
-        response = ExtenderResponse(payload, content_type=JSON)
-        response[_timing(ms)[0]] = _timing(ms)[1]
-        return response
-
-    view.__name__ = f"extender_{verb}"
-    return view
-
-
-filter_view = _endpoint("filter")
-prioritize_view = _endpoint("prioritize")
-bind_view = _endpoint("bind")
-preempt_view = _endpoint("preempt")
-
-
-# --- lean WSGI dispatch ---------------------------------------------------------------------
+# --- WSGI dispatch -------------------------------------------------------------------------
 
 EXTENDER_PATHS: dict[str, str] = {}
 for _verb in VERBS:
@@ -170,25 +127,6 @@ def _security_headers() -> list[tuple[str, str]]:
     return headers
 
 
-class _Body:
-    """The WSGI response iterable: one chunk; ``close()`` (called by the server once the body is
-    out) encodes the request's decision, like ``ExtenderResponse.close``."""
-
-    __slots__ = ("payload",)
-
-    def __init__(self, payload: bytes) -> None:
-        self.payload = payload
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield self.payload
-
-    def close(self) -> None:
-        try:
-            services.after_response()
-        finally:
-            signals.request_finished.send(sender=_Body)  # as Django's WSGIHandler: close_old_connections
-
-
 def _wsgi_reader(environ: dict[str, Any]) -> Callable[[int], bytes]:
     stream = environ["wsgi.input"]
     try:
@@ -202,18 +140,13 @@ def _wsgi_reader(environ: dict[str, Any]) -> Callable[[int], bytes]:
     return read
 
 
-def extender_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes] | None:
-    """Answer an extender path directly (``None`` for any other path: Django takes it)."""
+def extender_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes] | None:
+    """Answer an extender path directly (``None`` for any other path). The request threads never touch
+    the database (the runtime's threads load and write), so there is nothing to do before or after a
+    request, and a plain list lets the server send the bytes without iterating in Python."""
     verb = EXTENDER_PATHS.get(environ.get("PATH_INFO", ""))
     if verb is None:
         return None
-    # The extender server's request threads never touch the database: nothing to do before or after
-    # a request, and a plain list lets the server send the bytes without iterating in Python. Inline
-    # (in-process) mode behaves as Django's WSGIHandler: close_old_connections, reset_queries, and
-    # the request's writes once the body is out.
-    inline = current_runtime_inline()
-    if inline:
-        signals.request_started.send(sender=_Body, environ=environ)
     method = environ.get("REQUEST_METHOD", "GET").upper()
     if method != "POST":
         payload = _not_post_payload(method)
@@ -221,15 +154,23 @@ def extender_app(environ: dict[str, Any], start_response: Callable[..., Any]) ->
         start_response("405 Method Not Allowed", [
             ("Content-Type", JSON), ("Allow", "POST"), ("Content-Length", str(len(payload))), *_headers(),
         ])
-        return _Body(payload) if inline else [payload]
+        return [payload]
     payload, ms = call(verb, environ.get("CONTENT_LENGTH"), _wsgi_reader(environ))
     start_response("200 OK", [("Content-Type", JSON), ("Content-Length", str(len(payload))), _timing(ms),
                               *_headers()])
-    return _Body(payload) if inline else [payload]
+    return [payload]
 
 
-def current_runtime_inline() -> bool:
-    return runtime().inline
+_NOT_FOUND = b'{"Error":"not an extender path: use /scheduler/{filter,prioritize,bind,preempt}"}'
+
+
+def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+    """The extender server's WSGI app: the four verbs, a JSON 404 for anything else."""
+    answer = extender_app(environ, start_response)
+    if answer is not None:
+        return answer
+    start_response("404 Not Found", [("Content-Type", JSON), ("Content-Length", str(len(_NOT_FOUND)))])
+    return [_NOT_FOUND]
 
 
 _SECURITY_HEADERS: list[tuple[str, str]] | None = None

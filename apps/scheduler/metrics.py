@@ -83,6 +83,9 @@ class _RuntimeCollector(Collector):
         yield GaugeMetricFamily("netaware_extender_assumed_pods",
                                 "Binds answered but not yet confirmed by the pod watch.",
                                 value=float(rt.cache.assumed_count()))
+        yield CounterMetricFamily("netaware_decisions_recorded",
+                                  "Decisions recorded by requests (recorded - logged - dropped wait in the process).",
+                                  value=float(rt.decisions.recorded))
         yield CounterMetricFamily("netaware_decisions_logged", "Decisions shipped to Redis or Postgres.",
                                   value=float(rt.decisions.logged))
         yield CounterMetricFamily("netaware_decisions_dropped",

@@ -1,6 +1,6 @@
 """The extender process: its scheduling cache and the threads that keep it current.
 
-One ``ExtenderRuntime`` per process (``runtime()``). It owns:
+One ``ExtenderRuntime`` per process (``process_runtime()``). It owns:
 
 * the ``SchedulingCache`` (``cache.py``) that filter/prioritize score against — they never wait
   on Postgres, Redis or the Kubernetes API;
@@ -14,8 +14,8 @@ One ``ExtenderRuntime`` per process (``runtime()``). It owns:
 * optional leader election (a coordination.k8s.io Lease): with several replicas only the leader
   answers, so every filter sees every bind answered before it (see docs/scheduler.md).
 
-``inline`` mode (tests driving the Django views in-process, whose database rows live in the test's
-own transaction) does the loading and the writes on the request thread instead.
+There is one way to run: requests only read the cache's current view; loading and writing happen on
+the runtime's own threads (the in-process tests start this same runtime and wait for its loads).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -131,7 +131,7 @@ class Loader:
             self.stamps[part] = stamps.get(part)
         if "topology" not in changed:
             self._reassess_topology()
-        if changed and not self.runtime.inline:
+        if changed:
             # Long-lived, large data (topology, specs, thousands of records) leaves the collector's
             # generations: full collections stop re-scanning it on request threads (tens of ms at
             # 5,000 nodes). Young generations only; a full collection here would itself be the stall.
@@ -426,21 +426,19 @@ class LeaderElector:
 
 
 class ExtenderRuntime:
-    def __init__(self, *, source: str | None = None, inline: bool | None = None) -> None:
+    def __init__(self, *, source: str | None = None) -> None:
         chosen = source or conf("EXTENDER_SOURCE")
         if chosen == "auto":
             chosen = "kubernetes" if kube.configured() else "database"
         if chosen not in ("kubernetes", "database"):
             raise ValueError(f"NETAWARE_EXTENDER_SOURCE must be auto, kubernetes or database, got {chosen!r}")
         self.source = chosen
-        self.inline = bool(conf("EXTENDER_INLINE")) if inline is None else inline
         self.cache = SchedulingCache(scheduler_names=conf("SCHEDULER_NAMES"),
                                      hotspot_window=float(conf("HOTSPOT_WINDOW_SECONDS")),
                                      plan_budget=float(conf("PLAN_BUDGET_MS")) / 1000.0)
         self.decisions = DecisionLog(
             redis_client=selectors.redis_client, queue_max=int(conf("DECISION_QUEUE_MAX")),
             buffer_max=int(conf("DECISION_BUFFER_MAX")), retention=int(conf("DECISION_RETENTION")),
-            use_queue=bool(conf("DECISION_QUEUE")),
         )
         # Parses and encodings reused across requests (wire.WireCaches): this process's, not a module's.
         self.wire = wire.WireCaches()
@@ -457,12 +455,10 @@ class ExtenderRuntime:
     # --- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> ExtenderRuntime:
-        """Start the background threads (not in inline mode). Idempotent."""
+        """Start the background threads. Idempotent."""
         if self.started:
             return self
         self.started = True
-        if self.inline:
-            return self
         if self.source == "kubernetes":
             nodes, pods = _NodeInformer(self.cache), _PodInformer(self.cache)
             for path, informer in (("/api/v1/nodes", nodes), ("/api/v1/pods", pods)):
@@ -497,25 +493,9 @@ class ExtenderRuntime:
             thread.join(timeout=5)
         self.decisions.stop(ship=ship)
 
-    def sync(self) -> None:
-        """Load everything now on this thread (start-up, tests): the database parts and, for the
-        kubernetes source, one list of nodes and pods."""
-        self.loader.check(force=True)
-        if self.source == "kubernetes":
-            for path, informer in (("/api/v1/nodes", _NodeInformer(self.cache)),
-                                   ("/api/v1/pods", _PodInformer(self.cache))):
-                try:
-                    ListWatch(path, on_list=informer.on_list, on_event=informer.on_event).run(once=True)
-                except Exception as exc:
-                    informer.on_error(f"{path}: {kube.describe(exc)}")
-
     # --- what requests use ------------------------------------------------------------------------
 
     def view(self) -> CacheView:
-        if self.inline:  # tests: read everything now, on the request thread
-            self.loader.check()
-            if self.source == "kubernetes":
-                self.sync()
         return self.cache.view()
 
     def serving(self) -> tuple[bool, str]:
@@ -528,12 +508,6 @@ class ExtenderRuntime:
             return False, "scheduling cache not synced yet: " + "; ".join(view.stale_notes(time.monotonic()))
         return True, ""
 
-    def after_request(self) -> None:
-        """Inline mode: the request's writes (decisions, placements) on the request thread."""
-        if self.inline:
-            self.placements.write_pending()
-            self.decisions.ship()
-
     # --- bind ---------------------------------------------------------------------------------------
 
     def bind(self, *, namespace: str, name: str, uid: str, node: str, deadline: float) -> tuple[str, str]:
@@ -542,8 +516,6 @@ class ExtenderRuntime:
         refused or did not answer in time. The placement is assumed in the cache before the API
         call and forgotten if the call fails."""
         cache = self.cache
-        if self.inline:
-            self.view()
         try:
             needed = cache.assume(namespace=namespace, name=name, uid=uid, node=node)
         except BindRefused as refused:
@@ -625,7 +597,7 @@ _runtime: ExtenderRuntime | None = None
 _runtime_lock = threading.Lock()
 
 
-def runtime() -> ExtenderRuntime:
+def process_runtime() -> ExtenderRuntime:
     """This process's runtime, created and started on first use."""
     global _runtime
     current = _runtime
@@ -651,9 +623,4 @@ def reset_runtime(*, ship: bool = False) -> None:
     if current is not None:
         current.stop(ship=ship)
 
-
-def stale_for(view: CacheView) -> Mapping[str, float]:
-    """Seconds each unhealthy source has been failing (metrics, decisions)."""
-    now = time.monotonic()
-    return {name: now - h.since for name, h in view.sources.items() if not h.ok}
 

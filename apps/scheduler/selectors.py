@@ -17,7 +17,7 @@ import numpy as np
 import redis
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
 from apps.appgroups.models import AppGroup, Dependency, Placement, Workload
@@ -275,10 +275,3 @@ def decisions(*, pod: str = "", verb: str = "", since: datetime | None = None) -
 def observed_pod(*, namespace: str, name: str) -> ObservedPod | None:
     return ObservedPod.objects.filter(namespace=namespace, name=name).first()
 
-
-def pods_on_node(*, node: str) -> QuerySet[ObservedPod]:
-    return ObservedPod.objects.filter(node_name=node, terminal=False)
-
-
-def terminal_q() -> Q:
-    return Q(terminal=True)

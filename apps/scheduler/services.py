@@ -26,7 +26,7 @@ from . import decisionlog, metrics, selectors, wire
 from .cache import CacheView
 from .choices import Verb
 from .models import Decision, ObservedPod, SchedulerProfile
-from .runtime import ExtenderRuntime, notify_change, runtime
+from .runtime import ExtenderRuntime, notify_change, process_runtime
 from .scoring import engine
 from .selectors import conf
 
@@ -54,7 +54,7 @@ def log_decision(
     """Record one decision: appended in O(1); encoded and shipped by the decision log's thread."""
     if not conf("DECISION_LOG"):
         return
-    runtime().decisions.add({
+    process_runtime().decisions.add({
         "ts": timezone.now().isoformat(),
         "verb": str(verb),
         "pod_namespace": pod.namespace if pod else "",
@@ -78,29 +78,11 @@ def log_bad_request(*, verb: str, error: str, started: float) -> None:
         log.exception("could not log a bad %s request", verb)
 
 
-def after_response() -> None:
-    """After a response went out (never raises): inline-mode writes on the request thread."""
-    try:
-        runtime().after_request()
-    except Exception:
-        log.exception("extender: writing after the response failed")
-
-
 def drain_decisions(*, limit: int = 5000) -> int:
     """Move queued decisions from Redis into Postgres (batched, idempotent) and prune."""
     return decisionlog.drain(redis_client=selectors.redis_client(), limit=limit,
                              retention=int(conf("DECISION_RETENTION")),
                              lock_seconds=float(conf("DECISION_DRAIN_LOCK_SECONDS")))
-
-
-def flush_decisions() -> int:
-    """Ship this process's pending decisions and drain the queue now (tests, shutdown)."""
-    shipped = runtime().decisions.ship()
-    try:
-        return drain_decisions()
-    except Exception as exc:  # Redis down: ship() already fell back to the database
-        log.warning("decision log: drain failed: %s", exc)
-        return shipped
 
 
 def prune_decisions(*, keep: int) -> int:
@@ -191,7 +173,7 @@ def _memo() -> bool:
 
 
 def handle_filter(body: bytes, started: float) -> bytes:
-    rt = runtime()
+    rt = process_runtime()
     args = wire.parse_extender_args(body, rt.wire)
     ctx = _Context(rt, args.pod, args.nodes)
     candidates = args.candidates
@@ -217,7 +199,7 @@ def handle_filter(body: bytes, started: float) -> bytes:
 
 
 def handle_prioritize(body: bytes, started: float) -> bytes:
-    rt = runtime()
+    rt = process_runtime()
     args = wire.parse_extender_args(body, rt.wire)
     ctx = _Context(rt, args.pod, args.nodes)
     candidates = list(args.candidates)
@@ -252,7 +234,7 @@ def handle_bind(body: bytes, started: float) -> bytes:
     BIND_DEADLINE_SECONDS whatever the Kubernetes API does; the next filter already sees it."""
     binding = wire.parse_binding_args(body)
     pod = PodInfo(namespace=binding.pod_namespace, name=binding.pod_name, uid=binding.pod_uid)
-    rt = runtime()
+    rt = process_runtime()
     serving, why = rt.serving()
     if not serving and rt.elector is not None and not rt.elector.leading:
         error, outcome = f"bind refused: {why}", "refused"
@@ -274,7 +256,7 @@ def handle_bind(body: bytes, started: float) -> bytes:
 
 def handle_preempt(body: bytes, started: float) -> bytes:
     args = wire.parse_preemption_args(body)
-    ctx = _Context(runtime(), args.pod, None)
+    ctx = _Context(process_runtime(), args.pod, None)
     nodes = list(args.victims)
     if ctx.unavailable:
         log_decision(verb=Verb.PREEMPT, pod=args.pod, started=started, candidates=len(nodes),

@@ -337,7 +337,7 @@ def diktyo_networktopology_from_costs(
     region_bandwidth_bps: Mapping[tuple[str, str], float] | None = None,
     calculation_time: str | None = None,
 ) -> dict[str, Any]:
-    """Our measured zone/region costs as a scheduler-plugins NetworkTopology resource.
+    """Our measured zone/region costs as a scheduler-plugins NetworkTopology document.
 
     Costs are rounded to the integers NetworkOverhead expects (networkCost is int64 >= 0); pairs
     with the same origin and destination and non-finite costs are left out (the plugin uses its

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import reprlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -439,38 +439,6 @@ def derive_topology(
     )
 
 
-def network_cost_matrix(topology: Topology) -> np.ndarray:
-    """(n, n) NetworkMinCost cost between nodes: 0 same node, 1 same zone, zone/region shortest-path
-    cost otherwise, ``UNKNOWN_COST`` where no path is known."""
-    n = topology.size
-    zones = np.asarray(topology.zones, dtype=object)
-    regions = np.asarray(topology.regions, dtype=object)
-    out = np.full((n, n), UNKNOWN_COST)
-    zone_names = sorted({z for z in topology.zones if z})
-    zone_index = {z: i for i, z in enumerate(zone_names)}
-    region_names = sorted({r for r in topology.regions if r})
-    region_index = {r: i for i, r in enumerate(region_names)}
-    zc = np.full((len(zone_names) + 1, len(zone_names) + 1), np.nan)
-    for (a, b), cost in topology.zone_costs.items():
-        if a in zone_index and b in zone_index:
-            zc[zone_index[a], zone_index[b]] = cost
-    rc = np.full((len(region_names) + 1, len(region_names) + 1), np.nan)
-    for (a, b), cost in topology.region_costs.items():
-        if a in region_index and b in region_index:
-            rc[region_index[a], region_index[b]] = cost
-    zi = np.asarray([zone_index.get(z, len(zone_names)) for z in zones], dtype=np.int64)
-    ri = np.asarray([region_index.get(r, len(region_names)) for r in regions], dtype=np.int64)
-    zone_cost = zc[zi[:, None], zi[None, :]]
-    region_cost = rc[ri[:, None], ri[None, :]]
-    same_region = (ri[:, None] == ri[None, :]) & (ri[:, None] < len(region_names))
-    out = np.where(same_region & ~np.isnan(zone_cost), zone_cost, out)
-    out = np.where(~same_region & ~np.isnan(region_cost), region_cost, out)
-    same_zone = (zi[:, None] == zi[None, :]) & (zi[:, None] < len(zone_names))
-    out[same_zone] = SAME_ZONE_COST
-    np.fill_diagonal(out, SAME_NODE_COST)
-    return out
-
-
 def _clean(value: float) -> float | None:
     return None if math.isnan(value) else value
 
@@ -547,10 +515,6 @@ def topology_from_nested(
 
 def replace_extrema(topology: Topology, **updates: float) -> Topology:
     return replace(topology, **updates)  # type: ignore[arg-type]
-
-
-def node_metas(triples: Iterable[tuple[str, str, str]]) -> list[NodeMeta]:
-    return [NodeMeta(name=name, zone=zone or "", region=region or "") for name, zone, region in triples]
 
 
 def _bounds(arr: np.ndarray) -> tuple[float, float]:

@@ -68,6 +68,7 @@ def logged_in_page(browser, base_url: str, role: str, *, viewport: dict[str, int
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
     page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
             if msg.type == "error" and "status of 403" not in msg.text and "status of 400" not in msg.text else None)
+    page.on("response", lambda r: problems.append(f"HTTP {r.status} {r.url}") if r.status == 404 else None)
     page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base_url)
                else (problems.append(f"external request: {route.request.url}"), route.abort()))
     page.problems = problems

@@ -317,16 +317,18 @@ def load_kep_fixture(*, placements: dict[str, str] | None = None) -> list[str]:
     return list(KEP_NODES)
 
 
-def use_extender_test_settings(settings: Any, **overrides: Any) -> None:
-    """The extender in-process for the Django test client: inline mode (every request re-reads its
-    inputs on the request thread, where the test's transaction is visible) and decisions written
-    straight to Postgres after each response (no Redis queue)."""
-    settings.NETAWARE = {
-        **settings.NETAWARE,
-        "EXTENDER_INLINE": True,
-        "DECISION_QUEUE": False,
-        **overrides,
-    }
-    from apps.scheduler.runtime import reset_runtime
+def kube_scheduler_http_timeout() -> float:
+    """Seconds kube-scheduler waits for an extender answer (the shipped KubeSchedulerConfiguration's
+    ``httpTimeout``): what the extender promises, so the bound a test may put on an answer's time."""
+    from pathlib import Path
 
-    reset_runtime()
+    import yaml
+
+    configmap = yaml.safe_load((Path(__file__).resolve().parents[2] / "k8s/scheduler/scheduler-config.yaml").read_text())
+    extender = yaml.safe_load(configmap["data"]["scheduler-config.yaml"])["extenders"][0]
+    timeout = str(extender["httpTimeout"])
+    if timeout.endswith("ms"):
+        return float(timeout[:-2]) / 1000.0
+    if timeout.endswith("m"):
+        return float(timeout[:-1]) * 60.0
+    return float(timeout.removesuffix("s"))

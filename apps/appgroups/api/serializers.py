@@ -176,7 +176,3 @@ class TopologyOrderSerializer(serializers.Serializer):
     cyclic = serializers.BooleanField()
     cycle_nodes = serializers.ListField(child=serializers.CharField())
 
-
-class ImportResultSerializer(serializers.Serializer):
-    created = serializers.BooleanField()
-    appgroup = AppGroupSerializer()

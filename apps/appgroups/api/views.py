@@ -1,4 +1,4 @@
-"""AppGroup API: nested CRUD, resource import/export, placements and topological order.
+"""AppGroup API: nested CRUD, document import/export, placements and topological order.
 
 Views stay thin: documents live in documents.py, writes in services.py, reads in selectors.py.
 Every 400 leaves through netaware_core.api_errors' handler: {"detail", "errors": {field path: messages}}.
@@ -78,7 +78,7 @@ class AppGroupViewSet(viewsets.ModelViewSet):
         services.delete_appgroup(appgroup=instance)
 
     @extend_schema(
-        summary="Import an AppGroup resource (ours or scheduler-plugins'), upsert by namespace/name",
+        summary="Import an AppGroup document (ours or scheduler-plugins'), upsert by namespace/name",
         request={"application/json": OpenApiTypes.OBJECT, "application/yaml": OpenApiTypes.OBJECT},
         responses={200: AppGroupSerializer, 201: AppGroupSerializer},
     )
@@ -95,7 +95,7 @@ class AppGroupViewSet(viewsets.ModelViewSet):
         return Response(AppGroupSerializer(appgroup).data, status=200 if existed else 201)
 
     @extend_schema(
-        summary="The AppGroup as a Kubernetes resource (our CR or scheduler-plugins' CR)",
+        summary="The AppGroup as a document (our CR or scheduler-plugins' CR)",
         parameters=[
             OpenApiParameter("format", str, enum=["yaml", "json"], description="default yaml"),
             OpenApiParameter("flavor", str, enum=["netaware", "diktyo"], description="default netaware"),

@@ -165,7 +165,7 @@ def _document(request) -> tuple[dict[str, Any] | None, str]:  # type: ignore[no-
         return None, f"body: not JSON ({exc})"
     document = body.get("document") if isinstance(body, dict) else None
     if not isinstance(document, dict):
-        return None, "document: required, an AppGroup resource object"
+        return None, "document: required, an AppGroup document (an object)"
     return document, ""
 
 
@@ -233,13 +233,13 @@ def _save(request, appgroup: AppGroup | None):  # type: ignore[no-untyped-def]
 
 @require_POST
 @page_permission(ADD, CHANGE, what="Previewing selectors")
-def selector_preview(request):  # type: ignore[no-untyped-def]
+def label_selector_preview(request):  # type: ignore[no-untyped-def]
     """Pods of the cluster watcher's cache that a selector matches now (namespace given)."""
 
     try:
         body = orjson.loads(request.body or b"{}")
         namespace = str(body.get("namespace") or "default")
-        selector = documents.selector_from_mapping(validators.normalize_selector(body.get("selector") or {}))
+        selector = documents.label_selector_from_mapping(validators.normalize_label_selector(body.get("selector") or {}))
     except (orjson.JSONDecodeError, AttributeError, validators.SelectorError) as exc:
         return error_response(str(exc), field="selector")
     pods = ObservedPod.objects.filter(namespace=namespace, terminal=False).values_list("name", "labels", "node_name")

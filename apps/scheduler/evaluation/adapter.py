@@ -83,7 +83,7 @@ def load_appgroups(path: str | Path) -> tuple[AppGroupSpec, ...]:
         except documents.DocumentError as exc:
             raise EvaluationInputError(f"appgroup file {str(path)!r}, document {i}: {exc}") from exc
     if not specs:
-        raise EvaluationInputError(f"appgroup file {str(path)!r} holds no AppGroup resource")
+        raise EvaluationInputError(f"appgroup file {str(path)!r} holds no AppGroup document")
     return tuple(specs)
 
 

@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.probes import metrics
 from apps.probes.emulator import Emulator
-from apps.probes.plan import PlanError, PlanSettings
+from apps.probes.fanout import FanoutError, FanoutSettings
 from apps.probes.scenario import ScenarioError, load_scenario
 
 _DURATION = re.compile(r"^\d+(ms|s|m|h)$")
@@ -46,13 +46,13 @@ class Command(BaseCommand):
                             help="what the emulated agents export: quantiles (default) or histogram "
                                  "[NETAWARE_PROBE_RTT_EXPORT]")
         parser.add_argument("--max-peers", type=int, default=conf["PROBE_MAX_PEERS"],
-                            help="K of the probe plan, 0 = full mesh [NETAWARE_PROBE_MAX_PEERS]")
+                            help="K of the probe fan-out, 0 = full mesh [NETAWARE_PROBE_MAX_PEERS]")
         parser.add_argument("--min-pairs", type=int, default=conf["PROBE_MIN_PAIRS"],
-                            help="m of the probe plan [NETAWARE_PROBE_MIN_PAIRS]")
+                            help="m of the probe fan-out [NETAWARE_PROBE_MIN_PAIRS]")
         parser.add_argument("--rotation-seconds", type=float, default=conf["PROBE_ROTATION_SECONDS"],
-                            help="rotation period of the plan [NETAWARE_PROBE_ROTATION_SECONDS]")
+                            help="rotation period of the fan-out [NETAWARE_PROBE_ROTATION_SECONDS]")
         parser.add_argument("--bandwidth-peers", type=int, default=conf["PROBE_BANDWIDTH_PEERS"],
-                            help="K of the bandwidth plan, 0 = every peer [NETAWARE_PROBE_BANDWIDTH_PEERS]")
+                            help="K of the bandwidth fan-out, 0 = every peer [NETAWARE_PROBE_BANDWIDTH_PEERS]")
         parser.add_argument("--quantile-window", type=float, default=None,
                             help="seconds behind the agents' quantiles (default: NETAWARE_RATE_WINDOW)")
         parser.add_argument("--check", action="store_true", help="validate the scenario and exit")
@@ -87,9 +87,9 @@ class Command(BaseCommand):
                                options)
             return
         try:
-            fanout = PlanSettings(max_peers=options["max_peers"], min_pairs=options["min_pairs"],
+            fanout = FanoutSettings(max_peers=options["max_peers"], min_pairs=options["min_pairs"],
                                   rotation_seconds=options["rotation_seconds"])
-        except PlanError as exc:
+        except FanoutError as exc:
             raise CommandError(f"--{str(exc).split(':', 1)[0].replace('_', '-')}: {str(exc).split(':', 1)[1].strip()}") \
                 from None
         window = options["quantile_window"] or _seconds(settings.NETAWARE["RATE_WINDOW"])

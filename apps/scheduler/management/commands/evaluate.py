@@ -22,7 +22,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--scenario", default="scenarios/paper-testbed.yaml", help="scenario YAML")
         parser.add_argument("--appgroup", default="scenarios/online-boutique-appgroup.yaml",
-                            help="YAML file with one or more AppGroup resources")
+                            help="YAML file with one or more AppGroup documents")
         parser.add_argument("--seeds", type=int, default=50, help="number of arrival orders (default 50)")
         parser.add_argument("--first-seed", type=int, default=0)
         parser.add_argument("--profiles", default=",".join(PAPER_PROFILES),

@@ -14,6 +14,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+# The one WSGI app that answers the extender verbs (the web server has no route for them).
+EXTENDER_APP = "netaware_site.extender_wsgi:application"
+
 
 def _address(value: str, flag: str) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
@@ -79,7 +82,7 @@ class Command(BaseCommand):
                           f"({'mutual TLS' if client_ca else 'TLS' if cert else 'plain HTTP'}), "
                           f"health on {options['health_bind'] or 'none'}")
         Granian(
-            "netaware_site.extender_wsgi:application",
+            EXTENDER_APP,
             address=host, port=port, interface=Interfaces.WSGI, workers=1,
             blocking_threads=options["threads"], respawn_failed_workers=True, log_access=False,
             backlog=1024, **tls,  # type: ignore[arg-type]

@@ -1,10 +1,10 @@
 """Bounded probe fan-out: which peers each node probes, deterministic from the node list (docs/scale.md).
 
 Every agent, the emulator and the tests call the same pure functions, so each agent computes its own
-part of the cluster-wide plan without coordination, and the emulated cluster exports exactly the
+part of the cluster-wide fan-out without coordination, and the emulated cluster exports exactly the
 series a real cluster of that size would. No Django, no module-level state.
 
-The plan for a node in zone A (``n_A`` nodes) of ``Z`` zones, with at most ``K`` peers:
+The fan-out of a node in zone A (``n_A`` nodes) of ``Z`` zones, with at most ``K`` peers:
 
 * **Allocation.** ``q_min = ceil(m (Z-1) / (n_A - 1))`` other-zone slots per node guarantee ``m``
   measured node pairs for every directed zone pair, even mid-rotation (slots are spread evenly, see
@@ -34,35 +34,35 @@ from dataclasses import dataclass, field
 DEFAULT_MAX_PEERS = 24
 DEFAULT_MIN_PAIRS = 3
 DEFAULT_ROTATION_SECONDS = 6 * 3600
-# Bandwidth tests follow the same plan with a smaller K: each series costs as much as an RTT one and
+# Bandwidth tests follow the same fan-out with a smaller K: each series costs as much as an RTT one and
 # an agent tests one peer every 30 s, so more peers would only make each value older.
 DEFAULT_BANDWIDTH_PEERS = 8
 
 
-class PlanError(ValueError):
-    """Bad plan input; the message names the parameter."""
+class FanoutError(ValueError):
+    """Bad fan-out input; the message names the parameter."""
 
 
 @dataclass(frozen=True)
-class PlanNode:
+class FanoutNode:
     name: str
     zone: str = ""
     region: str = ""
 
 
 @dataclass(frozen=True)
-class PlanSettings:
+class FanoutSettings:
     max_peers: int = DEFAULT_MAX_PEERS  # K; 0 = full mesh
     min_pairs: int = DEFAULT_MIN_PAIRS  # m
     rotation_seconds: float = DEFAULT_ROTATION_SECONDS
 
     def __post_init__(self) -> None:
         if self.max_peers < 0:
-            raise PlanError(f"max_peers: must be >= 0 (0 = full mesh), got {self.max_peers}")
+            raise FanoutError(f"max_peers: must be >= 0 (0 = full mesh), got {self.max_peers}")
         if self.min_pairs < 1:
-            raise PlanError(f"min_pairs: must be >= 1, got {self.min_pairs}")
+            raise FanoutError(f"min_pairs: must be >= 1, got {self.min_pairs}")
         if not self.rotation_seconds > 0:
-            raise PlanError(f"rotation_seconds: must be > 0, got {self.rotation_seconds}")
+            raise FanoutError(f"rotation_seconds: must be > 0, got {self.rotation_seconds}")
 
     def epoch(self, now: float) -> int:
         """Rotation epoch of Unix time ``now`` (cluster-wide); agents agree on it through their clocks."""
@@ -77,7 +77,7 @@ class _Zone:
 
 @dataclass(frozen=True)
 class Layout:
-    """The node list grouped by zone; build once per node list and reuse for every node's plan."""
+    """The node list grouped by zone; build once per node list and reuse for every node's fan-out."""
 
     zones: tuple[_Zone, ...]
     zone_of: Mapping[str, int] = field(repr=False)
@@ -88,20 +88,20 @@ class Layout:
         return len(self.zone_of)
 
 
-def _zone_key(node: PlanNode) -> tuple[str, str]:
+def _zone_key(node: FanoutNode) -> tuple[str, str]:
     # An unknown zone is a zone of its own (as apps/topology/topomath.py treats it).
     return (node.region, node.zone) if node.zone else ("\x00", node.name)
 
 
-def layout(nodes: Iterable[PlanNode]) -> Layout:
+def layout(nodes: Iterable[FanoutNode]) -> Layout:
     """Group ``nodes`` by (region, zone); names must be unique."""
     by_zone: dict[tuple[str, str], list[str]] = {}
     seen: set[str] = set()
     for node in nodes:
         if not node.name:
-            raise PlanError("nodes: a node has an empty name")
+            raise FanoutError("nodes: a node has an empty name")
         if node.name in seen:
-            raise PlanError(f"nodes: duplicate node {node.name!r}")
+            raise FanoutError(f"nodes: duplicate node {node.name!r}")
         seen.add(node.name)
         by_zone.setdefault(_zone_key(node), []).append(node.name)
     zones = tuple(_Zone(key, tuple(sorted(names))) for key, names in sorted(by_zone.items()))
@@ -110,7 +110,7 @@ def layout(nodes: Iterable[PlanNode]) -> Layout:
     return Layout(zones=zones, zone_of=zone_of, rank_of=rank_of)
 
 
-def allocation(n_zone: int, n_total: int, n_zones: int, settings: PlanSettings) -> tuple[int, int]:
+def allocation(n_zone: int, n_total: int, n_zones: int, settings: FanoutSettings) -> tuple[int, int]:
     """(own-zone slots, other-zone slots) per node of a zone with ``n_zone`` of ``n_total`` nodes."""
     own_max, others = n_zone - 1, n_total - n_zone
     k = settings.max_peers
@@ -128,12 +128,12 @@ def allocation(n_zone: int, n_total: int, n_zones: int, settings: PlanSettings) 
     return own, min(others, k - own)
 
 
-def peers_of(lay: Layout, node: str, settings: PlanSettings, epoch: int) -> tuple[str, ...]:
+def peers_of(lay: Layout, node: str, settings: FanoutSettings, epoch: int) -> tuple[str, ...]:
     """The peers ``node`` probes during rotation ``epoch`` (own zone first, then the others)."""
     try:
         zi = lay.zone_of[node]
     except KeyError:
-        raise PlanError(f"node: {node!r} is not in the node list") from None
+        raise FanoutError(f"node: {node!r} is not in the node list") from None
     zone = lay.zones[zi]
     n_zone, rank = len(zone.members), lay.rank_of[node]
     own, q = allocation(n_zone, lay.size, len(lay.zones), settings)
@@ -167,7 +167,7 @@ def _other_zone_peers(others: Sequence[_Zone], rank: int, q: int, epoch: int, zo
     return list(chosen)
 
 
-def node_epoch(lay: Layout, node: str, settings: PlanSettings, now: float) -> int:
+def node_epoch(lay: Layout, node: str, settings: FanoutSettings, now: float) -> int:
     """The epoch ``node`` is in at Unix time ``now``: rotations are staggered by rank inside a zone.
 
     Node ``rank`` of an ``n``-node zone moves to its next window ``rank / n`` of a period after the
@@ -179,22 +179,22 @@ def node_epoch(lay: Layout, node: str, settings: PlanSettings, now: float) -> in
     try:
         zone = lay.zones[lay.zone_of[node]]
     except KeyError:
-        raise PlanError(f"node: {node!r} is not in the node list") from None
+        raise FanoutError(f"node: {node!r} is not in the node list") from None
     return math.floor(now / settings.rotation_seconds - lay.rank_of[node] / len(zone.members))
 
 
-def peers_at(lay: Layout, node: str, settings: PlanSettings, now: float) -> tuple[str, ...]:
+def peers_at(lay: Layout, node: str, settings: FanoutSettings, now: float) -> tuple[str, ...]:
     """The peers ``node`` probes at Unix time ``now`` (its staggered epoch)."""
     return peers_of(lay, node, settings, node_epoch(lay, node, settings, now))
 
 
-def cluster_plan_at(nodes: Iterable[PlanNode], settings: PlanSettings, now: float) -> dict[str, tuple[str, ...]]:
+def cluster_fanout_at(nodes: Iterable[FanoutNode], settings: FanoutSettings, now: float) -> dict[str, tuple[str, ...]]:
     """Every node's peers at Unix time ``now``: what all agents together probe at that instant."""
     lay = layout(nodes)
     return {name: peers_at(lay, name, settings, now) for zone in lay.zones for name in zone.members}
 
 
-def cluster_plan(nodes: Iterable[PlanNode], settings: PlanSettings, epoch: int) -> dict[str, tuple[str, ...]]:
+def cluster_fanout(nodes: Iterable[FanoutNode], settings: FanoutSettings, epoch: int) -> dict[str, tuple[str, ...]]:
     """Every node's peers for ``epoch``: what all agents together probe."""
     lay = layout(nodes)
     return {name: peers_of(lay, name, settings, epoch) for zone in lay.zones for name in zone.members}
@@ -212,13 +212,13 @@ def zone_label(key: tuple[str, str]) -> str:
     return key[1] if key[0] != "\x00" else f"(node {key[1]})"
 
 
-def coverage(nodes: Sequence[PlanNode], plan: Mapping[str, Sequence[str]], min_pairs: int) -> Coverage:
-    """How many node pairs of every directed zone pair ``plan`` measures, and where it falls short of m."""
+def coverage(nodes: Sequence[FanoutNode], peers: Mapping[str, Sequence[str]], min_pairs: int) -> Coverage:
+    """How many node pairs of every directed zone pair ``peers`` (node -> probed peers) measures, and where it falls short of m."""
     lay = layout(nodes)
     counts: dict[tuple[int, int], int] = {}
     indeg: dict[str, int] = {}
     total = 0
-    for source, targets in plan.items():
+    for source, targets in peers.items():
         zs = lay.zone_of[source]
         for target in targets:
             key = (zs, lay.zone_of[target])
@@ -241,7 +241,7 @@ def coverage(nodes: Sequence[PlanNode], plan: Mapping[str, Sequence[str]], min_p
                     max_in_degree=max(indeg.values(), default=0))
 
 
-def epochs_to_cover_all(lay: Layout, node: str, settings: PlanSettings, *, limit: int = 100_000) -> int | None:
+def epochs_to_cover_all(lay: Layout, node: str, settings: FanoutSettings, *, limit: int = 100_000) -> int | None:
     """Epochs until ``node`` has probed every other node at least once (None beyond ``limit``)."""
     remaining = set(lay.zone_of) - {node}
     for epoch in range(limit):
@@ -275,9 +275,9 @@ def head_series(exposed: float, churned_per_hour: float, head_hours: float) -> f
     return exposed + churned_per_hour * head_hours
 
 
-def as_plan_nodes(triples: Iterable[tuple[str, str, str]]) -> list[PlanNode]:
-    """``(name, zone, region)`` triples to plan nodes."""
-    return [PlanNode(name=name, zone=zone or "", region=region or "") for name, zone, region in triples]
+def as_fanout_nodes(triples: Iterable[tuple[str, str, str]]) -> list[FanoutNode]:
+    """``(name, zone, region)`` triples to fan-out nodes."""
+    return [FanoutNode(name=name, zone=zone or "", region=region or "") for name, zone, region in triples]
 
 
 __all__ = [
@@ -286,15 +286,15 @@ __all__ = [
     "DEFAULT_MIN_PAIRS",
     "DEFAULT_ROTATION_SECONDS",
     "Coverage",
+    "FanoutError",
+    "FanoutNode",
+    "FanoutSettings",
     "Layout",
-    "PlanError",
-    "PlanNode",
-    "PlanSettings",
     "SeriesCost",
     "allocation",
-    "as_plan_nodes",
-    "cluster_plan",
-    "cluster_plan_at",
+    "as_fanout_nodes",
+    "cluster_fanout",
+    "cluster_fanout_at",
     "coverage",
     "epochs_to_cover_all",
     "head_series",
