@@ -142,28 +142,25 @@ def test_topology_page_at_phone_width_scrolls_only_inside_its_containers(browser
     assert page.problems == []
 
 
-def extender_calls(settings, pod_name: str, labels: dict[str, str], nodes: list[str]) -> None:
-    """A filter and a prioritize call for one pod through the real extender endpoints."""
-    import orjson
-    from django.test import Client
+def extender_calls(start_extender, pod_name: str, labels: dict[str, str], nodes: list[str]) -> None:
+    """A filter and a prioritize call for one pod through the real extender, its decisions stored."""
+    from tests.support.extender_wire import extender_args, k8s_pod
 
-    from tests.support.extender_wire import extender_args, k8s_pod, use_extender_test_settings
-
-    use_extender_test_settings(settings)
+    ext = start_extender()
+    ext.settle()
     pod = k8s_pod(pod_name, labels=labels)
-    client = Client()
     for verb in ("filter", "prioritize"):
-        body = orjson.dumps(extender_args(pod, node_names=nodes))
-        assert client.post(f"/scheduler/{verb}", body, content_type="application/json").status_code == 200
+        assert ext.post(f"/scheduler/{verb}", extender_args(pod, node_names=nodes)).status_code == 200
+    ext.drain_decisions()
 
 
-def test_why_a_pod_is_here_in_one_click_and_decisions_keep_their_state(browser, live_server, settings):
+def test_why_a_pod_is_here_in_one_click_and_decisions_keep_their_state(browser, live_server, start_extender):
     from tests.support.dashboard_seed import TRIAGE_ZONES, place, seed_boutique
 
     seed_triage()
     group = seed_boutique()
     place("frontend", "a1")
-    extender_calls(settings, "frontend-0", {"app": "frontend"}, list(TRIAGE_ZONES))
+    extender_calls(start_extender, "frontend-0", {"app": "frontend"}, list(TRIAGE_ZONES))
     page = logged_in_page(browser, live_server.url, "viewer")
 
     # The AppGroup page links to its decisions, and each placed pod to why it is where it is.
