@@ -327,3 +327,36 @@ def test_evaluation_runs_in_the_background_with_progress_and_a_result_address(br
     assert viewer.locator("#run-evaluation").count() == 0 and "editor role" in viewer.inner_text("#run-refused")
     assert axe_serious(viewer) == []
     assert page.problems == [] and viewer.problems == []
+
+
+def test_link_charts_have_titles_custom_ranges_no_data_notes_and_bind_marks(browser, live_server):
+    from datetime import UTC, datetime, timedelta
+
+    from tests.support.dashboard_seed import place, seed_boutique
+
+    seed_triage(bandwidth_pairs=10)  # f2 -> a1 has no bandwidth sample
+    seed_boutique()
+    place("frontend", "a1")
+    page = logged_in_page(browser, live_server.url, "viewer")
+    page.goto(page.base + "/links/f2/a1/?range=15m")
+    page.wait_for_selector("#link-latency .main-svg")
+    page.wait_for_selector("#link-bandwidth .main-svg")
+    assert page.get_attribute("#link-latency", "data-points") == "3" and page.get_attribute("#link-latency", "data-events") == "1"
+    assert page.get_attribute("#link-bandwidth", "data-empty") == "true"
+    assert "No stored bandwidth sample in this range" in page.inner_text("#link-bandwidth")
+    assert "Round-trip time (ms)" in page.inner_text("#link-latency")
+    # A custom range: an hour that ended two hours ago has nothing; it stays in the address.
+    start = (datetime.now(UTC) - timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%S")
+    end = (datetime.now(UTC) - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%S")
+    page.select_option("#range", "custom")
+    page.fill("#range-from", start)
+    page.fill("#range-to", end)
+    page.click("#range-apply")
+    page.wait_for_function("() => document.getElementById('link-latency').dataset.empty === 'true'")
+    assert "from=" in page.url and "to=" in page.url
+    page.reload()
+    page.wait_for_function("() => document.getElementById('link-latency').dataset.empty === 'true'")
+    assert page.eval_on_selector("#range", "el => el.value") == "custom"
+    assert page.eval_on_selector("#range-from", "el => el.value").startswith(start[:16])
+    assert axe_serious(page) == []
+    assert page.problems == []

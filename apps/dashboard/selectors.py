@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ NONE, MEASURED, INFERRED, STALE_INFERRED, STALE = 0, 1, 2, 3, 4
 KIND_NAMES = {NONE: "unknown", MEASURED: "measured", INFERRED: "inferred",
               STALE_INFERRED: "stale measurement dropped, inferred", STALE: "stale"}
 LINK_SERIES = ("rtt_p50", "rtt_p90", "rtt_p99", "loss_ratio", "bandwidth_bps")
-LINK_RANGES = {"1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
+LINK_RANGES = {"15m": 900, "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
 CACHE_SECONDS = 600
 
 
@@ -323,12 +323,59 @@ class LinkRange:
     until: datetime
 
 
-def parse_range(*, value: str | None, now: datetime | None = None) -> LinkRange:
+MAX_CUSTOM_RANGE = timedelta(days=90)
+
+
+def _instant(name: str, value: str) -> datetime:
+    """An ISO 8601 time (a naive one is UTC) or epoch seconds."""
+    try:
+        if value.replace(".", "", 1).isdigit():
+            return datetime.fromtimestamp(float(value), tz=UTC)
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (ValueError, OverflowError, OSError):
+        raise ValueError(f"{name}: {value!r} is not a time (ISO 8601, e.g. 2026-11-27T14:00:00Z, or epoch seconds)") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def parse_range(*, value: str | None, since: str | None = None, until: str | None = None,
+                now: datetime | None = None) -> LinkRange:
+    """A preset (``range``: 15m … 30d, ending now) or a custom range (``from``/``to``; ``to``
+    defaults to now), at most MAX_CUSTOM_RANGE long."""
     now = now or timezone.now()
+    if since or until:
+        start = _instant("from", since) if since else None
+        end = _instant("to", until) if until else now
+        if start is None:
+            raise ValueError("from: required with to")
+        if start >= end:
+            raise ValueError("from: must be before to")
+        if end - start > MAX_CUSTOM_RANGE:
+            raise ValueError(f"from: the range may span at most {MAX_CUSTOM_RANGE.days} days")
+        return LinkRange(since=start, until=end)
     value = value or "6h"
     if value not in LINK_RANGES:
         raise ValueError(f"range: {value!r} is not one of {', '.join(LINK_RANGES)}")
     return LinkRange(since=now - timedelta(seconds=LINK_RANGES[value]), until=now)
+
+
+MAX_EVENTS = 200
+
+
+def link_events(*, source: str, target: str, span: LinkRange) -> list[dict[str, Any]]:
+    """What happened around the link in the range, for the charts' annotations: pods bound to either
+    node, and topology snapshots that were stale (with their reason); newest MAX_EVENTS of each."""
+    from apps.appgroups.models import Placement
+
+    events: list[dict[str, Any]] = []
+    binds = (Placement.objects.filter(node_name__in=[source, target], bound_at__gt=span.since, bound_at__lte=span.until)
+             .order_by("-bound_at").values_list("bound_at", "pod_namespace", "pod_name", "node_name")[:MAX_EVENTS])
+    for at, namespace, pod, node in binds:
+        events.append({"t": at.timestamp(), "kind": "bind", "text": f"{namespace}/{pod} bound to {node}"})
+    stale = (TopologySnapshot.objects.filter(created_at__gt=span.since, created_at__lte=span.until, stale=True)
+             .order_by("-created_at").values_list("created_at", "version", "stale_reason")[:MAX_EVENTS])
+    for at, version, reason in stale:
+        events.append({"t": at.timestamp(), "kind": "stale", "text": f"snapshot v{version} stale: {reason}"})
+    return sorted(events, key=lambda e: e["t"])
 
 
 def link_history(*, source: str, target: str, span: LinkRange) -> dict[str, Any]:

@@ -78,6 +78,7 @@ def link_page(request, source: str, target: str):  # type: ignore[no-untyped-def
     return render(request, "dashboard/link.html", {
         "source": source, "target": target, "ranges": list(selectors.LINK_RANGES),
         "range": request.GET.get("range") if request.GET.get("range") in selectors.LINK_RANGES else "6h",
+        "custom": {"from": request.GET.get("from", ""), "to": request.GET.get("to", "")},
         "now": selectors.link_now(source=source, target=target),
     })
 
@@ -85,9 +86,11 @@ def link_page(request, source: str, target: str):  # type: ignore[no-untyped-def
 @require_GET
 def link_data(request, source: str, target: str):  # type: ignore[no-untyped-def]
     try:
-        span = selectors.parse_range(value=request.GET.get("range"))
+        span = selectors.parse_range(value=request.GET.get("range"), since=request.GET.get("from"),
+                                     until=request.GET.get("to"))
     except ValueError as exc:
-        return error_response(str(exc), field="range")
+        return error_response(str(exc), field=str(exc).split(":", 1)[0])
     data = selectors.link_history(source=source, target=target, span=span)
     data["now"] = selectors.link_now(source=source, target=target)
+    data["events"] = selectors.link_events(source=source, target=target, span=span)
     return data_response(request, None, data)
