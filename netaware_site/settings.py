@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "apps.topology",
     "apps.appgroups",
     "apps.scheduler",
+    "apps.traffic",
     "apps.probes",
     "apps.accounts",
     "apps.dashboard",
@@ -173,6 +174,7 @@ KUBE_TASKS = (
     "apps.appgroups.tasks.resync_cluster",
     "apps.appgroups.tasks.sync_appgroup",
     "apps.topology.tasks.publish_network_topology",
+    "apps.traffic.tasks.refresh_observed",
 )
 KUBE_TASK_QUEUE = env("NETAWARE_KUBE_TASK_QUEUE", "")
 if KUBE_TASK_QUEUE:
@@ -331,6 +333,20 @@ NETAWARE = {
     "HOTSPOT_WINDOW_SECONDS": env_int("NETAWARE_HOTSPOT_WINDOW_SECONDS", 300),
     # Longest a placement plan may take to compute on a request (docs/scheduler.md, "Placement plans").
     "PLAN_BUDGET_MS": env_float("NETAWARE_PLAN_BUDGET_MS", 50.0),
+    # Observed traffic (apps/traffic, docs/traffic.md): which mesh sources to read ("auto": every adapter
+    # whose metric is present; "off"; or a list such as "istio,otel"), the namespace of sources without
+    # one (OpenTelemetry's service graph), the per-window edge cap, the learning rule's parameters and
+    # the mode of namespaces without one of their own (suggest, adopt, off).
+    "TRAFFIC_SOURCES": env("NETAWARE_TRAFFIC_SOURCES", "auto"),
+    "TRAFFIC_DEFAULT_NAMESPACE": env("NETAWARE_TRAFFIC_DEFAULT_NAMESPACE", "default"),
+    "TRAFFIC_MAX_EDGES": env_int("NETAWARE_TRAFFIC_MAX_EDGES", 20000),
+    "TRAFFIC_IDLE_SECONDS": env_float("NETAWARE_TRAFFIC_IDLE_SECONDS", 900.0),
+    "TRAFFIC_ALPHA": env_float("NETAWARE_TRAFFIC_ALPHA", 0.5),
+    "TRAFFIC_MIN_REQUESTS": env_float("NETAWARE_TRAFFIC_MIN_REQUESTS", 0.01),
+    "TRAFFIC_MIN_BYTES": env_float("NETAWARE_TRAFFIC_MIN_BYTES", 64.0),
+    "TRAFFIC_HOT_EDGE_REQUESTS": env_float("NETAWARE_TRAFFIC_HOT_EDGE_REQUESTS", 1.0),
+    "TRAFFIC_DEFAULT_MODE": env("NETAWARE_TRAFFIC_DEFAULT_MODE", "suggest"),
+    "TRAFFIC_DISCOVERY_SECONDS": env_float("NETAWARE_TRAFFIC_DISCOVERY_SECONDS", 300.0),
 }
 # Largest extender request body read (a 5,000-node NodeList is ~9 MB); larger ones get an Error.
 MAX_EXTENDER_BODY = env_int("NETAWARE_MAX_EXTENDER_BODY", 32 * 1024 * 1024)

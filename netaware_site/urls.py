@@ -20,6 +20,7 @@ urlpatterns = [
     path("api/", include("apps.appgroups.api.urls")),
     path("api/", include("apps.scheduler.api.urls")),
     path("api/", include("apps.probes.api.urls")),
+    path("api/", include("apps.traffic.api.urls")),
     path("", include("apps.dashboard.urls")),
 ]
 

@@ -10,7 +10,7 @@
 # everything else (apt, pip, Django) goes to var/log/setup.log.
 #
 #   bash scripts/up.sh           start everything (idempotent), print the URLs, run the demo rollout
-#   bash scripts/up.sh rollout [--profile P] [--appgroup FILE] [--replicas N] [--seed S]
+#   bash scripts/up.sh rollout [--profile P] [--appgroup FILE] [--replicas N] [--seed S] [--learned]
 #                                schedule an AppGroup again (the stack must be up)
 #   bash scripts/up.sh status    show what runs
 #   bash scripts/up.sh stop      stop what this script started
@@ -25,10 +25,11 @@ EMU_PORT="${NETAWARE_EMULATOR_PORT:-9200}"
 KUBE_PORT="${NETAWARE_KUBE_PORT:-8010}"
 EXT_PORT="${NETAWARE_EXTENDER_PORT:-8001}"
 EXT_HEALTH_PORT="${NETAWARE_EXTENDER_HEALTH_PORT:-8002}"
+MESH_PORT="${NETAWARE_MESH_PORT:-9210}"
 SCENARIO="${NETAWARE_SCENARIO:-$ROOT/scenarios/paper-testbed.yaml}"
 DB_NAME="${NETAWARE_DB_NAME:-netaware}"
 ADMIN_USER="${NETAWARE_ADMIN_USER:-admin}"
-PROCS=(kubeapi emulator prometheus web worker beat extender watcher sync)
+PROCS=(kubeapi emulator mesh prometheus web worker beat extender watcher sync)
 
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 export PROMETHEUS_URL="${PROMETHEUS_URL:-http://127.0.0.1:$PROM_PORT}"
@@ -198,7 +199,8 @@ printf '\n===== %s  scripts/up.sh\n' "$(date '+%F %T')" >>"$SETUP_LOG"
 
 PORTS=("web:$WEB_PORT:NETAWARE_WEB_PORT" "prometheus:$PROM_PORT:NETAWARE_PROMETHEUS_PORT"
        "emulator:$EMU_PORT:NETAWARE_EMULATOR_PORT" "kubeapi:$KUBE_PORT:NETAWARE_KUBE_PORT"
-       "extender:$EXT_PORT:NETAWARE_EXTENDER_PORT" "extender:$EXT_HEALTH_PORT:NETAWARE_EXTENDER_HEALTH_PORT")
+       "extender:$EXT_PORT:NETAWARE_EXTENDER_PORT" "extender:$EXT_HEALTH_PORT:NETAWARE_EXTENDER_HEALTH_PORT"
+       "mesh:$MESH_PORT:NETAWARE_MESH_PORT")
 check_ports "${PORTS[@]}"
 check_system_packages
 check_local_postgres netaware
@@ -222,12 +224,15 @@ quietly "collectstatic" "$PY" manage.py collectstatic --noinput
 ensure_admin
 quietly "loading the nodes of $(short_path "$SCENARIO")" "$PY" manage.py load_nodes --scenario "$SCENARIO"
 quietly "writing the Prometheus config" "$PY" manage.py run_emulator --scenario "$SCENARIO" --host 127.0.0.1 \
-  --port "$EMU_PORT" --write-prometheus-config "$STATE/prometheus.yml" --scrape-interval "$SCRAPE_INTERVAL" --config-only
+  --port "$EMU_PORT" --write-prometheus-config "$STATE/prometheus.yml" --scrape-interval "$SCRAPE_INTERVAL" --config-only \
+  --extra-target "mesh=127.0.0.1:$MESH_PORT"
 
 to_start=(); for name in "${PROCS[@]}"; do running "$name" || to_start+=("$name"); done
 if [ ${#to_start[@]} -gt 0 ]; then say "starting ${to_start[*]}"; else say "already running: ${PROCS[*]}"; fi
 serve_kube_api
 start_proc emulator "$PY" manage.py run_emulator --scenario "$SCENARIO" --host 127.0.0.1 --port "$EMU_PORT"
+# Online Boutique's mesh traffic (Istio, Linkerd, OpenTelemetry formats), learned by apps.traffic (docs/traffic.md)
+start_proc mesh "$PY" manage.py run_mesh_emulator --host 127.0.0.1 --port "$MESH_PORT"
 start_proc prometheus "$(command -v prometheus)" --config.file="$STATE/prometheus.yml" \
   --storage.tsdb.path="$STATE/prometheus-data" --web.listen-address="127.0.0.1:$PROM_PORT" \
   --storage.tsdb.retention.time=2d --web.enable-lifecycle
@@ -257,6 +262,7 @@ netaware is up (scenario: $(basename "$SCENARIO")).
   Demo cluster $KUBE_API_URL   (kubectl --server $KUBE_API_URL get nodes,pods -o wide)
   Admin        $BASE/admin/
   Prometheus   http://127.0.0.1:$PROM_PORT/
+  Observed     $BASE/api/traffic/observed/   (Online Boutique learned from its mesh traffic within a few minutes)
   Readiness    $BASE/readyz
 Logs in $(short_path "$LOGS")/; stop with: bash scripts/up.sh stop
 TXT

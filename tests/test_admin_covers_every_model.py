@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 
 pytestmark = pytest.mark.django_db
 
-OUR_APPS = ("topology", "appgroups", "scheduler", "probes")
+OUR_APPS = ("topology", "appgroups", "scheduler", "probes", "traffic")
 
 
 def our_models():

@@ -18,7 +18,8 @@ import redis
 from django.conf import settings
 
 ROOT = Path(__file__).resolve().parent.parent
-TOUCHES_CLUSTER = re.compile(r"\b(sync\.|publish\.|kube\.|netaware_core\.kube|apps\.topology\.publish)")
+# services.refresh_observed lists the pods and controllers of the namespaces with traffic (apps/traffic).
+TOUCHES_CLUSTER = re.compile(r"\b(sync\.|publish\.|kube\.|netaware_core\.kube|apps\.topology\.publish|services\.refresh_observed)")
 
 
 def test_every_task_that_touches_the_cluster_is_routed():
@@ -38,7 +39,9 @@ def test_kube_tasks_land_on_the_kube_queue_of_the_broker():
         "from apps.appgroups import tasks;"
         "tasks.resync_cluster.delay(); tasks.sync_appgroup.delay('default', 'x');"
         "from apps.topology.tasks import publish_network_topology, rebuild_topology;"
-        "publish_network_topology.delay(); r = rebuild_topology.delay(); print(r.id)"
+        "publish_network_topology.delay();"
+        "from apps.traffic.tasks import refresh_observed; refresh_observed.delay();"
+        "r = rebuild_topology.delay(); print(r.id)"
     )
     env = {**os.environ, "NETAWARE_KUBE_TASK_QUEUE": queue, "DJANGO_SETTINGS_MODULE": "netaware_site.settings"}
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+import yaml
 
 from apps.probes.scenario import load_scenario
 from tests.support.stack import run_up, running_stack
@@ -126,6 +127,34 @@ def test_up_brings_stack_up_and_topology_matches_scenario(stack):
             break
         time.sleep(1)
     assert placed["count"] >= 11, placed
+
+
+def test_up_learns_online_boutique_from_its_mesh_traffic_and_rolls_it_out(stack):
+    session = admin_session(stack)
+    assert session is not None
+    # Observed traffic: the mesh emulator's Online Boutique series (Istio, Linkerd, OpenTelemetry formats),
+    # scraped by the real Prometheus, are learned into an observed AppGroup with every true edge; then
+    # `up.sh rollout --learned` adopts it and schedules with it.
+    boutique = yaml.safe_load((ROOT / "scenarios" / "online-boutique-appgroup.yaml").read_text())
+    app_of = {w["name"]: w["selector"]["matchLabels"]["app"] for w in boutique["spec"]["workloads"]}
+    true_edges = {(app_of[w["name"]], app_of[d["name"]]) for w in boutique["spec"]["workloads"]
+                  for d in w.get("dependencies") or ()}
+    deadline = time.monotonic() + 240
+    learned: set = set()
+    while time.monotonic() < deadline:
+        observed = session.get(f"{stack['web']}/api/traffic/observed/default/frontend/", timeout=5)
+        if observed.ok:
+            doc = observed.json()["document"]
+            app = {w["name"]: w["selector"]["matchLabels"].get("app") for w in doc["spec"]["workloads"]}
+            learned = {(app[w["name"]], app[d["name"]]) for w in doc["spec"]["workloads"]
+                       for d in w.get("dependencies") or ()}
+            if learned == true_edges:
+                break
+        time.sleep(5)
+    assert learned == true_edges, (learned ^ true_edges, session.get(f"{stack['web']}/api/traffic/sources").text)
+    rollout = run_up(stack["env"], "rollout", "--seed", "2", "--learned")
+    assert rollout.returncode == 0, rollout.stdout + rollout.stderr
+    assert "scheduled 11/11 pods of default/frontend" in rollout.stdout, rollout.stdout
 
 
 def test_up_runs_with_auth_on_and_prints_a_working_admin_login(stack):

@@ -21,10 +21,13 @@ class TopologyMode(models.TextChoices):
 
 
 class Origin(models.TextChoices):
-    """Where the AppGroup was last authored: netaware (API, admin, dashboard) or the cluster (kubectl)."""
+    """Where the AppGroup was last authored: netaware (API, admin, dashboard), the cluster (kubectl), or
+    learned from observed traffic (apps.traffic, adopt mode: rewritten as traffic changes, never over a
+    hand-written AppGroup)."""
 
     NETAWARE = "netaware", "netaware"
     CLUSTER = "cluster", "cluster"
+    OBSERVED = "observed", "observed"
 
 
 class PlacementSource(models.TextChoices):

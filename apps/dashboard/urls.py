@@ -3,7 +3,7 @@ APPEND_SLASH is off, so pages answer with and without a trailing slash."""
 
 from django.urls import path, re_path
 
-from .views import account, appgroups, decisions, evaluation, objects, placements, topology
+from .views import account, appgroups, decisions, evaluation, objects, placements, topology, traffic
 
 _NODE = r"(?P<source>[A-Za-z0-9][-A-Za-z0-9_.]*)"
 _PEER = r"(?P<target>[A-Za-z0-9][-A-Za-z0-9_.]*)"
@@ -35,6 +35,12 @@ urlpatterns = [
     re_path(r"^appgroups/(?P<pk>\d+)/history/?$", appgroups.appgroup_history, name="dashboard-appgroup-history"),
     re_path(r"^appgroups/(?P<pk>\d+)/yaml/?$", appgroups.appgroup_yaml, name="dashboard-appgroup-yaml"),
     re_path(r"^appgroups/(?P<pk>\d+)/delete/?$", appgroups.appgroup_delete, name="dashboard-appgroup-delete"),
+
+    re_path(r"^traffic/?$", traffic.traffic_list, name="dashboard-traffic"),
+    re_path(r"^traffic/(?P<namespace>[-a-z0-9]+)/(?P<name>[-a-z0-9.]+)/?$", traffic.traffic_detail,
+            name="dashboard-traffic-detail"),
+    re_path(r"^traffic/(?P<namespace>[-a-z0-9]+)/(?P<name>[-a-z0-9.]+)/adopt/?$", traffic.traffic_adopt,
+            name="dashboard-traffic-adopt"),
 
     path("dashboard/data/heatmap", topology.heatmap_data, name="dashboard-data-heatmap"),
     path("dashboard/data/pairs", topology.worst_pairs_data, name="dashboard-data-pairs"),

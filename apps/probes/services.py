@@ -78,8 +78,10 @@ def partition_name(table: str, hour: datetime) -> str:
     return f"{table}_p{_hour(hour):%Y%m%d%H}"
 
 
-def ensure_partitions(*, start: datetime, end: datetime | None = None) -> int:
-    """Create the hourly partitions of both raw tables covering ``[start, end]``; returns how many were made.
+def ensure_partitions(*, start: datetime, end: datetime | None = None,
+                      tables: Sequence[str] = PARTITIONED_TABLES) -> int:
+    """Create the hourly partitions of the raw tables (both probe tables unless ``tables`` names others,
+    e.g. the observed-traffic edge samples) covering ``[start, end]``; returns how many were made.
 
     Each is created as a plain table and then attached, which locks the parent only in SHARE UPDATE
     EXCLUSIVE mode (readers and writers go on); rows of that hour already in the DEFAULT partition (written
@@ -91,7 +93,7 @@ def ensure_partitions(*, start: datetime, end: datetime | None = None) -> int:
     while hour <= last:
         hours.append(hour)
         hour += timedelta(hours=1)
-    wanted = [(table, h, partition_name(table, h)) for h in hours for table in PARTITIONED_TABLES]
+    wanted = [(table, h, partition_name(table, h)) for h in hours for table in tables]
     with connection.cursor() as cursor:
         cursor.execute("SELECT n FROM unnest(%s::text[]) AS n WHERE to_regclass(n) IS NULL",
                        [[name for *_, name in wanted]])

@@ -27,6 +27,8 @@ from apps.probes.scenario import ScenarioError, load_scenario
 from apps.scheduler.evaluation.metrics import network_metrics
 from apps.scheduler.evaluation.report import initial_state
 from apps.scheduler.evaluation.simulate import appgroup_pods, arrival_order, parse_profile, simulate
+from apps.traffic import selectors as traffic_selectors
+from apps.traffic import services as traffic_services
 
 
 class Command(BaseCommand):
@@ -45,6 +47,13 @@ class Command(BaseCommand):
                                                                   "http://127.0.0.1:8001/scheduler"))
         parser.add_argument("--extender-health", default=os.environ.get("NETAWARE_EXTENDER_HEALTH_URL",
                                                                          "http://127.0.0.1:8002"))
+        parser.add_argument("--learned", action="store_true",
+                            help="schedule with the AppGroup learned from observed traffic instead (the observed "
+                                 "application of --appgroup's namespace that selects most of its workloads), "
+                                 "adopted first (origin observed; docs/traffic.md)")
+        parser.add_argument("--wait-for-learned", type=float, default=0.0, metavar="SECONDS",
+                            help="with --learned: wait up to SECONDS for the observed application to cover every "
+                                 "workload of --appgroup")
         parser.add_argument("--wait-for-fresh-topology", type=float, default=0.0, metavar="SECONDS",
                             help="first wait up to SECONDS until the extender's topology is fresh and has every "
                                  "node measured (scripts/up.sh's first demo, while the first probe windows arrive)")
@@ -64,10 +73,16 @@ class Command(BaseCommand):
             raise CommandError("--wait-for-fresh-topology must be >= 0 seconds")
         if options["replicas"]:
             group = replace(group, workloads=tuple(replace(w, replicas=options["replicas"]) for w in group.workloads))
-        try:
-            import_document(document=document)
-        except documents.DocumentError as exc:
-            raise CommandError(f"AppGroup {options['appgroup']}: {exc}") from exc
+        if options["learned"]:
+            declared, group = group, self._learned(group, options["wait_for_learned"])
+            self.stdout.write(f"learned AppGroup {group.namespace}/{group.name}: {len(group.workloads)} workloads, "
+                              f"{sum(len(w.dependencies) for w in group.workloads)} edges "
+                              f"(declared {declared.name}: {sum(len(w.dependencies) for w in declared.workloads)})")
+        else:
+            try:
+                import_document(document=document)
+            except documents.DocumentError as exc:
+                raise CommandError(f"AppGroup {options['appgroup']}: {exc}") from exc
         api = Endpoint(options["api"], timeout=10.0)
         if options["wait_for_fresh_topology"]:
             self._wait_for_fresh_topology(options["extender_health"], options["wait_for_fresh_topology"])
@@ -91,12 +106,39 @@ class Command(BaseCommand):
                                                f"?labelSelector={DEMO_LABEL}%3D{group.name}")
         if status != 200:
             raise CommandError(f"the API at {options['api']} answered {status} listing pods: {listed}")
-        for pod in listed.get("items") or []:
-            api.request("DELETE", f"/api/v1/namespaces/{group.namespace}/pods/{pod['metadata']['name']}")
-        for pod in pod_objects(group, profile=options["profile"]):
+        pods = pod_objects(group, profile=options["profile"])
+        doomed = [pod["metadata"]["name"] for pod in listed.get("items") or []]
+        if options["learned"]:  # the declared rollout's pods of the same names make way for the learned ones
+            status, others, _ = api.request("GET", f"/api/v1/namespaces/{group.namespace}/pods?labelSelector={DEMO_LABEL}")
+            names = {pod["metadata"]["name"] for pod in pods}
+            doomed += [p["metadata"]["name"] for p in (others.get("items") or []) if status == 200
+                       and p["metadata"]["name"] in names and p["metadata"]["name"] not in doomed]
+        for name in doomed:
+            api.request("DELETE", f"/api/v1/namespaces/{group.namespace}/pods/{name}")
+        for pod in pods:
+            if options["learned"]:  # the learned AppGroup claims them, whatever else selects the same labels
+                pod["metadata"]["labels"][documents.APPGROUP_LABEL] = group.name
             status, answer, _ = api.request("POST", f"/api/v1/namespaces/{group.namespace}/pods", pod)
             if status not in (200, 201):
                 raise CommandError(f"creating pod {pod['metadata']['name']}: HTTP {status}: {answer}")
+
+    def _learned(self, declared: Any, wait: float) -> Any:
+        """The observed AppGroup covering ``declared``'s workloads, adopted (origin observed)."""
+        deadline = time.monotonic() + wait
+        while True:
+            observed, covered = traffic_selectors.observed_covering(spec=declared)
+            if observed is not None and (covered == len(declared.workloads) or time.monotonic() >= deadline):
+                break
+            if time.monotonic() >= deadline:
+                raise CommandError(f"no AppGroup learned from observed traffic in namespace {declared.namespace} yet "
+                                   "(the mesh traffic is learned within a few pull windows of start-up; see "
+                                   "GET /api/traffic/observed/ and GET /api/traffic/sources)")
+            time.sleep(2.0)
+        try:
+            traffic_services.adopt(observed=observed)
+        except traffic_services.AdoptRefused as exc:
+            raise CommandError(str(exc)) from exc
+        return documents.spec_from_document(observed.document)
 
     def _wait_for_extender(self, health: str, appgroup: str, timeout: float = 30.0) -> None:
         """Until the extender is ready and its cache holds the AppGroup (a change notification away)."""

@@ -55,6 +55,9 @@ class Command(BaseCommand):
                             help="K of the bandwidth fan-out, 0 = every peer [NETAWARE_PROBE_BANDWIDTH_PEERS]")
         parser.add_argument("--quantile-window", type=float, default=None,
                             help="seconds behind the agents' quantiles (default: NETAWARE_RATE_WINDOW)")
+        parser.add_argument("--extra-target", action="append", default=[], metavar="JOB=HOST:PORT",
+                            help="another /metrics to scrape in the written config (repeatable), e.g. the demo's "
+                                 "mesh traffic emulator")
         parser.add_argument("--check", action="store_true", help="validate the scenario and exit")
         parser.add_argument("--config-only", action="store_true",
                             help="only write --write-prometheus-config (for --host:--port) and exit, do not serve")
@@ -119,6 +122,12 @@ class Command(BaseCommand):
 
     def _write_config(self, emulator: Emulator, address: str, options: dict[str, Any]) -> None:
         config = emulator.prometheus_config(address, scrape_interval=options["scrape_interval"])
+        for extra in options.get("extra_target") or ():
+            job, _, target = extra.partition("=")
+            if not re.match(r"^[a-zA-Z_][a-zA-Z0-9_-]*$", job) or not re.match(r"^[^\s:/]+:\d{1,5}$", target):
+                raise CommandError(f"--extra-target: {extra!r} is not JOB=HOST:PORT")
+            config["scrape_configs"].append({"job_name": job, "scrape_interval": options["scrape_interval"],
+                                             "static_configs": [{"targets": [target]}]})
         path = Path(options["write_prometheus_config"])
         try:
             path.write_text(yaml.safe_dump(config, sort_keys=False))

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('appgroups', '0004_topology_mode'),
+        ('appgroups', '0005_origin_observed'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
