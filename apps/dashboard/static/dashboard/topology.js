@@ -325,13 +325,13 @@
     banner.innerHTML = "";
     if (body.stale) banner.appendChild(N.el("div", { class: "banner bad" }, "STALE TOPOLOGY (v" + body.version + "): " + body.staleReason + ". The scheduler is scoring with old network data."));
     if (counts[3] + counts[4]) banner.appendChild(N.el("div", { class: "banner warn" }, (counts[3] + counts[4]) + " node pair(s) have stale measurements (dropped and inferred from aggregates)."));
-    loadPlotly();
+    loadPlotly(); startWorst();
   }
 
   function missing(body) {
     heatEl.style.display = "none";
     N.showError("topology-error", (body && body.detail) || "No NetworkTopology yet.");
-    loadPlotly();
+    loadPlotly(); startWorst();
   }
 
   // Plotly (for the zone graph) is fetched only once the heatmap is on screen (or has said why not).
@@ -342,7 +342,7 @@
   const heat = N.live(() => "/dashboard/data/heatmap?metric=" + encodeURIComponent(metricSelect.value), 15, drawHeatmap, {
     early: window.netawareEarly && window.netawareEarly.metric === metricSelect.value ? window.netawareEarly.heatmap : null,
     takenAt: b => (b.dataUntil || b.createdAt) * 1000, isStale: b => (b.stale ? b.staleReason : ""), onMissing: missing,
-    onError: r => { loadPlotly(); N.showError("topology-error", "Could not load the heatmap: HTTP " + r.status + " " + ((r.body && (r.body.detail || JSON.stringify(r.body))) || "")); },
+    onError: r => { loadPlotly(); startWorst(); N.showError("topology-error", "Could not load the heatmap: HTTP " + r.status + " " + ((r.body && (r.body.detail || JSON.stringify(r.body))) || "")); },
   });
   metricSelect.addEventListener("change", () => { heat.refresh(); saveState(); });
   // The ages on the cards move on even when the data does not (the hover computes its own).
@@ -385,14 +385,21 @@
     });
     if (!body.rows.length) { const tr = N.el("tr"); tr.appendChild(N.el("td", { colspan: 2 + body.metrics.length }, "No pair has a value for this metric yet.")); tbody.appendChild(tr); }
   }
-  const worstLive = N.live(() => "/dashboard/data/pairs?sort=" + encodeURIComponent(worst.sort) + "&order=" + worst.order + "&limit=" + encodeURIComponent(worst.limit),
-    30, drawWorst, { quiet: true, onMissing: () => {} });
+  // Started once the heatmap is drawn (or has said why not): ranking needs every metric's map, which
+  // must not compete with the first view's data for the server's CPU.
+  let worstLive = null;
+  const worstRefresh = () => { if (worstLive) worstLive.refresh(); else startWorst(); };
+  function startWorst() {
+    if (worstLive) return;
+    worstLive = N.live(() => "/dashboard/data/pairs?sort=" + encodeURIComponent(worst.sort) + "&order=" + worst.order + "&limit=" + encodeURIComponent(worst.limit),
+      30, drawWorst, { quiet: true, onMissing: () => {} });
+  }
   worstTable.querySelectorAll("button.sort").forEach(btn => btn.addEventListener("click", () => {
     if (worst.sort === btn.dataset.sort) worst.order = worst.order === "worst" ? "best" : "worst"; else { worst.sort = btn.dataset.sort; worst.order = "worst"; }
-    worstOrder.value = worst.order; saveState(); worstLive.refresh();
+    worstOrder.value = worst.order; saveState(); worstRefresh();
   }));
-  worstLimit.addEventListener("change", () => { worst.limit = worstLimit.value; saveState(); worstLive.refresh(); });
-  worstOrder.addEventListener("change", () => { worst.order = worstOrder.value; saveState(); worstLive.refresh(); });
+  worstLimit.addEventListener("change", () => { worst.limit = worstLimit.value; saveState(); worstRefresh(); });
+  worstOrder.addEventListener("change", () => { worst.order = worstOrder.value; saveState(); worstRefresh(); });
 
   // --- zones ----------------------------------------------------------------------------------
   function drawZones(body) {
