@@ -15,10 +15,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
+
+if TYPE_CHECKING:
+    from apps.topology.topomath import Topology
 
 APPGROUP_FILE = Path(__file__).resolve().parent.parent / "scenarios" / "online-boutique-appgroup.yaml"
 SCHEDULER_NAME = "netaware-scheduler"
@@ -73,7 +76,7 @@ def ensure_database() -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def synthetic_topology(n_regions: int, zones_per_region: int, nodes_per_zone: int, rng: np.random.Generator):
+def synthetic_topology(n_regions: int, zones_per_region: int, nodes_per_zone: int, rng: np.random.Generator) -> Topology:
     from apps.topology.topomath import Topology
 
     n_zones = n_regions * zones_per_region
@@ -149,7 +152,7 @@ def store_large_topology(topology: Any) -> None:
 
     payload = TopologySnapshot.encode_payload(topology)
     original = TopologySnapshot.encode_payload
-    TopologySnapshot.encode_payload = staticmethod(lambda t: b"")  # type: ignore[method-assign]
+    TopologySnapshot.encode_payload = staticmethod(lambda t: b"")  # type: ignore[method-assign, assignment]
     try:
         snapshot = topology_services._store(topology=topology, source="imported", quantile=0.9, data_until=None)
     finally:

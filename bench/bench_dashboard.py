@@ -36,6 +36,7 @@ import sys
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -78,7 +79,7 @@ def seed(nodes: int, windows: int, pods: int) -> None:
             "rtt_p99": (src, dst, base * noise * 2), "loss_ratio": (src, dst, 0.01 * rng.random(len(src))),
             "bandwidth_bps": (src, dst, 1e9 / (1 + 9 * (base > 0.001)))})
     topology.rebuild_topology(now=now)
-    doc = {"apiVersion": "netaware.io/v1alpha1", "kind": "AppGroup", "metadata": {"namespace": "", "name": "shop"},
+    doc: dict[str, Any] = {"apiVersion": "netaware.io/v1alpha1", "kind": "AppGroup", "metadata": {"namespace": "", "name": "shop"},
            "spec": {"workloads": [
                {"name": "web", "selector": {"matchLabels": {"app": "web"}},
                 "dependencies": [{"name": "api", "metrics": {"latency": 1, "bandwidth": 0.5, "lossrate": 0.2}}]},
@@ -95,7 +96,7 @@ def seed(nodes: int, windows: int, pods: int) -> None:
                                        node_name=names[(g * 7 + p) % nodes], labels={"app": app}, source="watcher")
 
 
-def timed(client: Client, url: str, repeat: int, *, clear: bool, headers: dict | None = None):
+def timed(client: Client, url: str, repeat: int, *, clear: bool, headers: dict | None = None) -> tuple[float, Any]:
     times, response = [], None
     for _ in range(repeat):
         if clear:
@@ -103,7 +104,7 @@ def timed(client: Client, url: str, repeat: int, *, clear: bool, headers: dict |
         started = time.perf_counter()
         response = client.get(url, **(headers or {}))
         if getattr(response, "streaming", False):
-            b"".join(response.streaming_content)
+            b"".join(response.streaming_content)  # type: ignore[attr-defined]  # a StreamingHttpResponse
         times.append((time.perf_counter() - started) * 1000)
     return statistics.median(times), response
 
@@ -199,7 +200,7 @@ def browser_figures(repeat: int, pods: int) -> None:
                     context = browser.new_context(storage_state=state, viewport={"width": 1400, "height": 1000})
                     page = context.new_page()
                     sizes: list[int] = []
-                    page.on("response", lambda r, sizes=sizes: sizes.append(int(r.headers.get("content-length") or 0)))
+                    page.on("response", lambda r, sizes=sizes: sizes.append(int(r.headers.get("content-length") or 0)))  # type: ignore[call-overload]
                     page.goto(base + path, wait_until="commit")
                     page.wait_for_function(ready, timeout=30000)
                     elapsed = page.evaluate("() => performance.now()")  # ms since navigation start

@@ -94,13 +94,14 @@ def main() -> None:
         emulator_pid = int((state / "run" / "emulator.pid").read_text())
         conn = psycopg.connect(database_url, autocommit=True)
         covered_at = fresh_at = None
-        last_cpu, last_t = None, None
+        last_cpu: float | None = None
+        last_t = 0.0  # read only once last_cpu is set
         rss_samples = []
         deadline = started + args.minutes * 60
         next_report = time.monotonic()
         while time.monotonic() < deadline:
             now = time.monotonic()
-            newest = conn.execute("SELECT max(ts) FROM probes_pairsample WHERE series = 'rtt_p90'").fetchone()[0]
+            newest = conn.execute("SELECT max(ts) FROM probes_pairsample WHERE series = 'rtt_p90'").fetchone()[0]  # type: ignore[index]
             if newest is not None and covered_at is None:
                 counts: dict = {}
                 for s, t in conn.execute("SELECT source, target FROM probes_pairsample "
@@ -124,14 +125,14 @@ def main() -> None:
                 cpu = cpu_seconds(emulator_pid)
                 share = (cpu - last_cpu) / (now - last_t) if last_cpu is not None else float("nan")
                 last_cpu, last_t = cpu, now
-                lag = conn.execute("SELECT extract(epoch from now() - max(ts)) FROM probes_pairsample").fetchone()[0]
+                lag = conn.execute("SELECT extract(epoch from now() - max(ts)) FROM probes_pairsample").fetchone()[0]  # type: ignore[index]
                 print(f"t={now - started:4.0f}s agent series {float(ours[0]['value'][1]) if ours else 0:,.0f} | head "
                       f"{head:,.0f} | Prometheus RSS {rss:.0f} MiB | emulator CPU {100 * share:.0f} % | newest "
                       f"window {float(lag or 0):.0f} s old | topology v{row[4] if row else '-'} measured "
                       f"{row[2] if row else '-'} inferred {row[3] if row else '-'}", flush=True)
                 next_report = now + 30
             time.sleep(5)
-        newest = conn.execute("SELECT max(ts) FROM probes_pairsample WHERE series = 'rtt_p90'").fetchone()[0]
+        newest = conn.execute("SELECT max(ts) FROM probes_pairsample WHERE series = 'rtt_p90'").fetchone()[0]  # type: ignore[index]
         errors = []
         for s, t, v in conn.execute("SELECT source, target, value FROM probes_pairsample WHERE series = 'rtt_p90' "
                                     "AND ts = %s", [newest]):

@@ -15,6 +15,7 @@ Usage: ``.venv/bin/python bench/bench_plans.py [--reps 200] [--sizes 500,5000]``
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -27,18 +28,23 @@ from pathlib import Path
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from apps.appgroups.graph import AppGroupSpec
+    from apps.scheduler.scoring.state import NodeResources
+    from apps.topology.topomath import Topology
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._cluster import cluster_shape, synthetic_topology
 
 
-def appgroup(rng: np.random.Generator):
+def appgroup(rng: np.random.Generator) -> AppGroupSpec:
     from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
 
     kinds = (Sensitivity(0.7, 0.2, 0.1), Sensitivity(0.2, 0.7, 0.1), Sensitivity(0.3, 0.2, 0.5))
     workloads = []
     for i in range(20):
-        deps = []
+        deps: list[DependencySpec] = []
         for child in (2 * i + 1, 2 * i + 2, i + 7):  # a tree plus cross edges
             if child < 20 and child != i and len(deps) < 3:
                 limit = 200e6 if (i, child) in ((0, 1), (3, 7)) else None
@@ -50,7 +56,7 @@ def appgroup(rng: np.random.Generator):
     return AppGroupSpec("bench", "twenty", tuple(workloads))
 
 
-def cluster(n: int, rng: np.random.Generator):
+def cluster(n: int, rng: np.random.Generator) -> tuple[Topology, dict[str, NodeResources]]:
     from apps.scheduler.scoring.state import NodeResources
 
     topology = synthetic_topology(*cluster_shape(n), rng)

@@ -8,7 +8,7 @@ turnover. Also times the network score alone against the straightforward per-nod
 the paper's Algorithm 2 (``tests/support/oracles.network_score``), on the same candidates, and checks they agree.
 
 Also times the cold-start path (nothing placed yet). Runs with OPENBLAS_NUM_THREADS=1 unless set.
-Each filter+score is timed with the engine's per-pod memo off, on a first call, and on a repeat
+Each filter+score is timed with the engine's score memo off, on a first call, and on a repeat
 (interleaved, see ``bench``).
 
 Usage: ``.venv/bin/python bench/bench_scoring.py [--reps 200] [--sizes 500,5000]`` (prints markdown).

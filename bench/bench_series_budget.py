@@ -24,6 +24,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.stats import norm
@@ -51,10 +52,10 @@ class Clock:
 def generated(nodes: int, zones: int, regions: int) -> Scenario:
     """A homogeneous-size cluster for the 100 / 5,000-node rows (latencies like large-1000.yaml)."""
     per = nodes // zones
-    doc = {"name": f"gen-{nodes}", "regions": [], "links": []}
+    doc: dict[str, Any] = {"name": f"gen-{nodes}", "regions": [], "links": []}
     names = []
     for r in range(regions):
-        region = {"name": f"r{r}", "zones": []}
+        region: dict[str, Any] = {"name": f"r{r}", "zones": []}
         for z in range(r, zones, regions):
             region["zones"].append({"name": f"z{z}", "range": {"prefix": f"z{z}-", "from": 1, "to": per}})
             names.append((f"z{z}", r))
@@ -124,13 +125,19 @@ def emulated_measurements(scenario: Scenario, k: int, seed: int) -> tuple[list[N
         for line in emulator.render(name).decode().splitlines():
             if line.startswith(metrics.RTT_QUANTILE) and 'quantile="0.9"' in line:
                 target = line.split('target="', 1)[1].split('"', 1)[0]
-                lat[0].append(name), lat[1].append(target), lat[2].append(float(line.rsplit(" ", 1)[1]) * 1000)
+                lat[0].append(name)
+                lat[1].append(target)
+                lat[2].append(float(line.rsplit(" ", 1)[1]) * 1000)
             elif line.startswith(metrics.LOSS_RATIO + "{"):
                 target = line.split('target="', 1)[1].split('"', 1)[0]
-                loss[0].append(name), loss[1].append(target), loss[2].append(float(line.rsplit(" ", 1)[1]) * 100)
+                loss[0].append(name)
+                loss[1].append(target)
+                loss[2].append(float(line.rsplit(" ", 1)[1]) * 100)
             elif line.startswith(metrics.BANDWIDTH + "{"):
                 target = line.split('target="', 1)[1].split('"', 1)[0]
-                bw[0].append(name), bw[1].append(target), bw[2].append(float(line.rsplit(" ", 1)[1]) / 1e6)
+                bw[0].append(name)
+                bw[1].append(target)
+                bw[2].append(float(line.rsplit(" ", 1)[1]) / 1e6)
     metas = [NodeMeta(n.name, n.zone, n.region) for n in scenario.nodes]
     names = [m.name for m in metas]
 

@@ -25,8 +25,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from apps.topology.topomath import Topology
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -64,7 +68,7 @@ def build_input(regions: int, zones: int, per_zone: int, measured_share: float, 
     return nodes, pairs, now
 
 
-def snapshot_round_trip(topology) -> tuple[float, float, float]:
+def snapshot_round_trip(topology: Topology) -> tuple[float, float, float]:
     """Encode/decode the stored payload (no database round trip: that is one bytea row)."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "netaware_site.settings")
     import django
@@ -93,7 +97,7 @@ def proc_status_mib(key: str) -> float:
     raise KeyError(key)
 
 
-def synthetic_topology(n: int, per_zone: int = 100, seed: int = 7):  # -> Topology
+def synthetic_topology(n: int, per_zone: int = 100, seed: int = 7) -> Topology:
     """Like a derived topology: 70 % measured (zone-/region-based value with noise), the rest
     inferred (exactly the base value), 2 % stale."""
     from apps.topology.topomath import Topology
@@ -126,7 +130,7 @@ def synthetic_topology(n: int, per_zone: int = 100, seed: int = 7):  # -> Topolo
                     min_lossrate=0.05, max_lossrate=4.0)
 
 
-def legacy_payload(topology) -> bytes:  # storage format 1, as written before 2026-11-22
+def legacy_payload(topology: Topology) -> bytes:  # storage format 1, as written before 2026-11-22
     buffer = io.BytesIO()
     np.savez(buffer, nodes=np.asarray(topology.nodes, dtype=str), zones=np.asarray(topology.zones, dtype=str),
              regions=np.asarray(topology.regions, dtype=str),
@@ -150,7 +154,7 @@ def storage_child(mode: str, n: int) -> dict:
 
     out: dict = {"mode": mode}
     if mode.startswith("store"):
-        topology = synthetic_topology(n)
+        topology: Any = synthetic_topology(n)  # later the loaded topology, or format 1's arrays
         out["rss_before_mib"] = proc_status_mib("VmRSS")
         start = time.perf_counter()
         if mode == "store":
@@ -191,7 +195,7 @@ def storage_child(mode: str, n: int) -> dict:
         topology = selectors.current_topology()
     else:  # format 1: the ORM reads the bytea as hex text, then np.load copies and widens
         row = TopologySnapshot.objects.order_by("-version").first()
-        legacy = _decode_legacy(bytes(row.payload))
+        legacy = _decode_legacy(bytes(row.payload))  # type: ignore[union-attr]  # the child seeded one
         del row
         topology = legacy
     out["seconds"] = time.perf_counter() - start

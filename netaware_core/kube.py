@@ -12,17 +12,17 @@ kopf-style error classes: 409 (conflict), 429 (throttled), 5xx, connection error
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import logging
 import os
 import random
+import socket
 import ssl
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import quote, urlencode, urlsplit
 
 import orjson
@@ -48,7 +48,8 @@ _lock = threading.Lock()
 class _TimeoutApiClient(k8s.ApiClient):
     """ApiClient that fills in ``_request_timeout`` when a caller forgot it."""
 
-    def call_api(self, method, url, header_params=None, body=None, post_params=None, _request_timeout=None):  # type: ignore[no-untyped-def]
+    def call_api(self, method: str, url: str, header_params: Any = None, body: Any = None, post_params: Any = None,
+                 _request_timeout: Any = None) -> Any:
         return super().call_api(
             method,
             url,
@@ -106,6 +107,7 @@ def api_client() -> k8s.ApiClient:
 def reset_clients() -> None:
     """Drop cached clients (tests that point settings at a new fake API server)."""
     with _lock:
+        _ssl_contexts.clear()
         for cached in _clients.values():
             with contextlib.suppress(Exception):  # closing is best effort
                 cached.rest_client.close()
@@ -213,7 +215,8 @@ def bind_pod(*, namespace: str, pod: str, node: str, uid: str | None = None) -> 
         metadata=k8s.V1ObjectMeta(name=pod, namespace=namespace, uid=uid),
         target=k8s.V1ObjectReference(api_version="v1", kind="Node", name=node),
     )
-    resp = core_v1().create_namespaced_pod_binding(pod, namespace, body, _preload_content=False)
+    # _preload_content=False: the raw urllib3 response, not the model the stubs describe
+    resp = cast(urllib3.HTTPResponse, core_v1().create_namespaced_pod_binding(pod, namespace, body, _preload_content=False))
     try:
         resp.read()
     finally:
@@ -222,9 +225,11 @@ def bind_pod(*, namespace: str, pod: str, node: str, uid: str | None = None) -> 
 
 # --- raw requests ---------------------------------------------------------------------------------
 # The hot paths (the extender's bind, informers) skip the generated client: its request building and
-# model (de)serialization cost more than the call itself. Same configuration, pool, TLS and token
+# model (de)serialization cost more than the call itself. Same configuration, TLS settings and token
 # (refreshed by the client's hook for in-cluster service accounts); errors raise ApiException as
-# the generated client does, so is_retryable/describe/status_of apply unchanged.
+# the generated client does, so is_retryable/describe/status_of apply unchanged. Watches (``stream``)
+# use the client's urllib3 pool; single requests (``_fast``: lists, pod reads, Bindings, Leases) a
+# bare kept-alive socket per thread (``_Conn``).
 
 
 def _raw(method: str, path: str, *, query: dict[str, str] | None = None, body: bytes | None = None,
@@ -255,15 +260,107 @@ def _raw(method: str, path: str, *, query: dict[str, str] | None = None, body: b
     return resp
 
 
+class _Conn:
+    """One kept-alive HTTP/1.1 connection on a bare (TLS) socket. The request goes out in one
+    ``sendall`` and the answer is read with Content-Length, chunked framing or until close:
+    http.client's request building and e-mail header parser cost ~0.2 ms of CPU per call, held under
+    the GIL, on the extender's bind path (bench/bench_kube_scheduler.py)."""
+
+    __slots__ = ("buf", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = b""
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(262144)
+        if not chunk:
+            raise ConnectionError("the API server closed the connection")
+        self.buf += chunk
+
+    def _line(self) -> bytes:
+        while (at := self.buf.find(b"\r\n")) < 0:
+            if len(self.buf) > _MAX_HEADER:
+                raise ConnectionError("malformed HTTP answer: line too long")
+            self._fill()
+        line, self.buf = self.buf[:at], self.buf[at + 2:]
+        return line
+
+    def _exactly(self, n: int) -> bytes:
+        if len(self.buf) < n:  # collect and join once: a list of 5,000 nodes is tens of MB
+            parts, have = [self.buf], len(self.buf)
+            while have < n:
+                chunk = self.sock.recv(max(262144, min(n - have, 1 << 22)))
+                if not chunk:
+                    raise ConnectionError("the API server closed the connection")
+                parts.append(chunk)
+                have += len(chunk)
+            self.buf = b"".join(parts)
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+    def exchange(self, request: bytes, head_only: bool) -> tuple[int, str, dict[str, str], bytes, bool]:
+        """(status, reason, headers with lower-case names, body, whether the connection stays usable)."""
+        self.sock.sendall(request)
+        while True:
+            while (end := self.buf.find(b"\r\n\r\n")) < 0:
+                if len(self.buf) > _MAX_HEADER:
+                    raise ConnectionError("malformed HTTP answer: headers too long")
+                self._fill()
+            head, self.buf = self.buf[:end], self.buf[end + 4:]
+            lines = head.decode("latin-1").split("\r\n")
+            version, _, rest = lines[0].partition(" ")
+            code, _, reason = rest.partition(" ")
+            if not version.startswith("HTTP/") or not code.isdigit():
+                raise ConnectionError(f"malformed HTTP status line: {lines[0][:80]!r}")
+            status = int(code)
+            headers: dict[str, str] = {}
+            for line in lines[1:]:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            if 100 <= status < 200:
+                continue  # an interim answer (100 Continue): the real one follows
+            break
+        keep = headers.get("connection", "").lower() != "close" and (
+            version != "HTTP/1.0" or headers.get("connection", "").lower() == "keep-alive")
+        if head_only or status in (204, 304):
+            return status, reason, headers, b"", keep
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            parts = []
+            while True:
+                size = int(self._line().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self._line():  # trailers, up to the empty line
+                        pass
+                    break
+                parts.append(self._exactly(size))
+                self._exactly(2)
+            return status, reason, headers, b"".join(parts), keep
+        if "content-length" in headers:
+            return status, reason, headers, self._exactly(int(headers["content-length"])), keep
+        parts = [self.buf]  # no framing: the body ends when the server closes
+        while chunk := self.sock.recv(262144):
+            parts.append(chunk)
+        self.buf = b""
+        return status, reason, headers, b"".join(parts), False
+
+
+_MAX_HEADER = 1 << 20
+
+
 class _Connections(threading.local):
-    """One kept-alive http.client connection per thread and API server: a bind is on the extender's
-    hot path and urllib3's pool costs ~0.2 ms of CPU more per call than a bare connection."""
+    """One kept-alive connection per thread and API server: a bind is on the extender's hot path."""
 
     def __init__(self) -> None:
-        self.by_key: dict[tuple[str, int, int], http.client.HTTPConnection] = {}
+        self.by_key: dict[tuple[str, int, int], _Conn] = {}
 
 
 _connections = _Connections()
+_ssl_contexts: dict[int, ssl.SSLContext] = {}
 
 
 def _ssl_context(cfg: Any) -> ssl.SSLContext:
@@ -276,6 +373,21 @@ def _ssl_context(cfg: Any) -> ssl.SSLContext:
     return ctx
 
 
+def _connect(host: str, port: int, https: bool, cfg: Any, client_id: int, seconds: float) -> _Conn:
+    sock = socket.create_connection((host, port), timeout=seconds)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if https:
+            ctx = _ssl_contexts.get(client_id)
+            if ctx is None:
+                ctx = _ssl_contexts[client_id] = _ssl_context(cfg)  # one per client: sessions and CA parse reused
+            sock = ctx.wrap_socket(sock, server_hostname=host)
+    except BaseException:
+        sock.close()
+        raise
+    return _Conn(sock)
+
+
 def _fast(method: str, path: str, *, query: dict[str, str] | None = None, body: bytes | None = None,
           timeout: float | tuple[float, float] = REQUEST_TIMEOUT) -> bytes:
     """One request on this thread's kept-alive connection; the body of a 2xx, else ApiException."""
@@ -283,43 +395,47 @@ def _fast(method: str, path: str, *, query: dict[str, str] | None = None, body: 
     cfg = client.configuration
     parts = urlsplit(cfg.host)
     https = parts.scheme == "https"
+    host = parts.hostname or ""
     port = parts.port or (443 if https else 80)
-    key = (parts.hostname or "", port, id(client))
+    key = (host, port, id(client))
     seconds = max(0.001, timeout[1] if isinstance(timeout, tuple) else timeout)
-    headers = {"Accept": "application/json", "User-Agent": "netaware"}
     token = cfg.get_api_key_with_prefix("BearerToken") if cfg.api_key else None
+    target = (parts.path.rstrip("/") + path) + ("?" + urlencode(query) if query else "")
+    host_header = f"[{host}]" if ":" in host else host
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {host_header}:{port}", "Accept: application/json",
+             "Accept-Encoding: identity", "User-Agent: netaware"]
     if token:
-        headers["Authorization"] = token
+        lines.append(f"Authorization: {token}")
     if body is not None:
-        headers["Content-Type"] = "application/json"
-    url = (parts.path.rstrip("/") + path) + ("?" + urlencode(query) if query else "")
+        lines.append("Content-Type: application/json")
+    if body is not None or method in ("POST", "PUT", "PATCH"):
+        lines.append(f"Content-Length: {len(body or b'')}")
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
     for attempt in range(2):
         conn = _connections.by_key.get(key)
-        if conn is None:
-            conn = (http.client.HTTPSConnection(key[0], port, timeout=seconds, context=_ssl_context(cfg)) if https
-                    else http.client.HTTPConnection(key[0], port, timeout=seconds))
-            _connections.by_key[key] = conn
         try:
-            conn.timeout = seconds
-            if conn.sock is not None:
-                conn.sock.settimeout(seconds)
-            conn.request(method, url, body=body, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
+            if conn is None:
+                conn = _connections.by_key[key] = _connect(host, port, https, cfg, id(client), seconds)
+            conn.sock.settimeout(seconds)
+            status, reason, headers, data, keep = conn.exchange(request, method == "HEAD")
+            if not keep:
+                conn.close()
+                _connections.by_key.pop(key, None)
             break
-        except (http.client.HTTPException, OSError) as exc:
-            conn.close()
+        except (OSError, ValueError) as exc:
+            if conn is not None:
+                conn.close()
             _connections.by_key.pop(key, None)
             # A kept-alive connection the server closed meanwhile: one fresh retry. Timeouts are not.
             if attempt or isinstance(exc, TimeoutError):
-                if isinstance(exc, http.client.HTTPException):
-                    raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
+                if isinstance(exc, ValueError):  # a malformed chunk size
+                    raise ConnectionError(f"malformed HTTP answer: {exc}") from exc
                 raise
-    if not 200 <= resp.status < 300:
-        exc = ApiException(status=resp.status, reason=resp.reason)
-        exc.body = data.decode("utf-8", "replace")
-        exc.headers = dict(resp.getheaders())
-        raise exc
+    if not 200 <= status < 300:
+        error = ApiException(status=status, reason=reason)
+        error.body = data.decode("utf-8", "replace")
+        error.headers = headers
+        raise error
     return data
 
 

@@ -28,6 +28,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator, Mapping
+from typing import cast
 
 import redis
 from django.conf import settings
@@ -92,7 +93,7 @@ def record_publish(*, version: int, data_until: float | None) -> None:
 
 def published() -> dict[str, float] | None:
     try:
-        raw = redis_client().hgetall(PUBLISHED_KEY)
+        raw = cast("dict[bytes, bytes]", redis_client().hgetall(PUBLISHED_KEY))  # no decode_responses
     except redis.RedisError:
         return None
     if not raw:

@@ -12,10 +12,10 @@ import redis
 import requests
 from django.conf import settings
 from django.db import connection
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 
 
-def healthz(request):
+def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
@@ -48,7 +48,7 @@ def _check_prometheus() -> str | None:
     return None
 
 
-def readyz(request):
+def readyz(request: HttpRequest) -> JsonResponse:
     started = time.monotonic()
     checks = {"database": _check_database(), "redis": _check_redis(), "prometheus": _check_prometheus()}
     failures = {name: msg for name, msg in checks.items() if msg}

@@ -51,7 +51,7 @@ class NetawareCollector:
 
 def render() -> bytes:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(NetawareCollector())  # type: ignore[arg-type]
+    registry.register(NetawareCollector())
     return generate_latest(registry)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -261,7 +262,7 @@ SPECTACULAR_SETTINGS = {
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 32 * 1024 * 1024)
 
 # --- netaware domain settings -------------------------------------------------------------
-NETAWARE = {
+NETAWARE: dict[str, Any] = {
     # Which RTT quantile becomes the topology's latency (0.5, 0.9 or 0.99).
     "LATENCY_QUANTILE": env_float("NETAWARE_LATENCY_QUANTILE", 0.9),
     # Pairs whose newest sample is older than this are dropped from the topology and flagged stale.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run every netaware test on a fresh Debian 12 machine: installs what is missing (Debian packages,
 # the hash-checked dev lock), gives the tests PostgreSQL access of their own (or uses DATABASE_URL
-# as it is), then lints, type-checks the pure modules, checks the import contracts (lint-imports)
+# as it is), then lints, type-checks every product module (strict on the pure ones), checks the import contracts (lint-imports)
 # and runs pytest. Setup noise goes to var/log/test-setup.log. The test session isolates itself from a running scripts/up.sh and from
 # other test sessions (own redis-server, database name and Celery queue: tests/support/isolation.py).
 SETUP_LOG="${NETAWARE_STATE_DIR:-$(cd "$(dirname "$0")/.." && pwd)/var}/log/test-setup.log"
@@ -29,7 +29,7 @@ export NETAWARE_FAIL_ON_SKIP="${NETAWARE_FAIL_ON_SKIP:-1}"
 
 say "ruff"
 "$VENV/bin/ruff" check .
-say "mypy (pure modules)"
+say "mypy (every product module; strict on the pure modules)"
 "$VENV/bin/mypy"
 say "import contracts (imports point one way; pure modules framework-free)"
 "$VENV/bin/lint-imports"

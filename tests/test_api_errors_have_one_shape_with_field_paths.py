@@ -116,6 +116,10 @@ def test_semantic_errors_name_the_field_path_in_json_and_yaml(client, existing):
     profile = {"name": "p", "scorers": [{"name": "water-level", "weight": 1}, {"name": "cold-start", "weight": -2}]}
     errors = both_syntaxes(client, "post", "/api/scheduler/profiles/", profile, existing)
     assert list(errors) == ["scorers[1].weight"] and ">= 0" in errors["scorers[1].weight"][0]
+    profile = {"apiVersion": "netaware.io/v1", "kind": "SchedulingProfile", "name": "p",
+               "plugins": {"score": [{"name": "water-level"}, {"name": "cold-start", "weight": -2}]}}
+    errors = both_syntaxes(client, "post", "/api/scheduler/profiles/", profile, existing)
+    assert list(errors) == ["plugins.score[1].weight"] and ">= 0" in errors["plugins.score[1].weight"][0]
 
     topology = {"kind": "NetworkTopology", "spec": {"latency": {"n1": {"n2": -1}}}}
     errors = both_syntaxes(client, "post", "/api/topology/import", topology, existing)

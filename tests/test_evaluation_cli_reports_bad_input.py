@@ -68,3 +68,42 @@ def test_json_output_file_and_figure(tmp_path):
 def test_table_output_lists_every_profile():
     table = _run(profiles="default,network", no_optimum=True)
     assert "| default" in table and "| network" in table and "avg score" in table
+
+
+PROFILE_FILE = """\
+profiles:
+  - apiVersion: netaware.io/v1
+    kind: SchedulingProfile
+    name: zone-tight
+    plugins:
+      filter: [{name: min-bandwidth}, {name: plan, args: {mode: zone}}]
+      score: [{name: network-score, weight: 2}, {name: plan, weight: 1}]
+  - name: old-style
+    scorers: [{name: network-score, weight: 1, params: {same_node_score: 0.9}}]
+"""
+
+
+def test_a_profile_file_of_versioned_documents_adds_extender_profiles(tmp_path):
+    file = tmp_path / "profiles.yaml"
+    file.write_text(PROFILE_FILE)
+    report = orjson.loads(_run(profile_file=str(file), profiles="zone-tight,old-style+default-5,network",
+                               format="json", no_optimum=True))
+    assert [p["profile"] for p in report["profiles"]] == ["zone-tight", "old-style+default-5", "network"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (PROFILE_FILE.replace("weight: 2", "weight: -2"), r"profiles\[0\]\.plugins\.score\[0\]\.weight"),
+        (PROFILE_FILE.replace("mode: zone", "mode: sea"), r"profiles\[0\]\.plugins\.filter\[1\]\.args\.mode"),
+        (PROFILE_FILE.replace("same_node_score: 0.9", "same_node_score: 9"),
+         r"profiles\[1\]\.scorers\[0\]\.params\.same_node_score"),
+        (PROFILE_FILE.replace("netaware.io/v1", "netaware.io/v7"), r"profiles\[0\]\.apiVersion"),
+        ("profiles: 3\n", "must be a non-empty list"),
+    ],
+)
+def test_a_bad_profile_file_names_the_document_field(tmp_path, text, message):
+    file = tmp_path / "profiles.yaml"
+    file.write_text(text)
+    with pytest.raises(CommandError, match=message):
+        _run(profile_file=str(file), profiles="network", no_optimum=True)

@@ -101,3 +101,55 @@ def test_scheduler_endpoints_are_in_the_schema(client):
                  "/api/scheduler/decisions/{id}/", "/api/scheduler/diagnose"):
         assert path in paths, path
     assert {p["name"] for p in paths["/api/scheduler/diagnose"]["get"]["parameters"]} >= {"pod", "labels", "profile"}
+
+
+def test_a_v1_profile_document_is_accepted_and_every_answer_carries_one(client, db):
+    body = {
+        "apiVersion": "netaware.io/v1", "kind": "SchedulingProfile", "name": "zoned",
+        "description": "hard zones", "is_default": False,
+        "plugins": {"filter": [{"name": "min-bandwidth"}, {"name": "plan", "args": {"mode": "zone"}}],
+                    "score": [{"name": "network-score", "weight": 2}, {"name": "plan", "weight": 1}]},
+    }
+    created = client.post("/api/scheduler/profiles/", body, content_type="application/json")
+    assert created.status_code == 201, created.content
+    row = SchedulerProfile.objects.get(name="zoned")
+    assert (row.description, row.filters, row.params) == ("hard zones", ["min-bandwidth", "plan"],
+                                                          {"plan": {"mode": "zone"}})
+    assert [s["name"] for s in row.scorers] == ["network-score", "plan"]
+    document = created.json()["document"]
+    assert document["apiVersion"] == "netaware.io/v1"
+    assert engine.parse_profile(document) == engine.parse_profile(
+        {k: v for k, v in body.items() if k not in ("description", "is_default")})
+    listed = client.get("/api/scheduler/profiles/network/").json()["document"]
+    assert engine.parse_profile(listed) == engine.BUILTIN_PROFILES["network"]
+
+
+@pytest.mark.parametrize(
+    ("document", "field", "fragment"),
+    [
+        ({"plugins": {"score": [{"name": "network-score"}, {"name": "water-level", "args": {"cpu_weight": -1}}]}},
+         "plugins.score[1].args.cpu_weight", "must be >= 0"),
+        ({"plugins": {"score": [{"name": "overload"}]}}, "plugins.score[0].name", "unknown scorer 'overload'"),
+        ({"plugins": {"score": [{"name": "water-level"}], "filter": [{"name": "plan", "args": {"mode": "sea"}}]}},
+         "plugins.filter[0].args.mode", "must be one of"),
+        ({"apiVersion": "netaware.io/v9", "plugins": {}}, "apiVersion", "unknown version"),
+    ],
+)
+def test_invalid_profile_documents_get_400_naming_the_document_field(client, db, document, field, fragment):
+    body = {"apiVersion": "netaware.io/v1", "kind": "SchedulingProfile", "name": "mine", **document}
+    response = client.post("/api/scheduler/profiles/", body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    errors = response.json()["errors"]
+    assert list(errors) == [field], errors
+    assert fragment in " ".join(errors[field])
+
+
+def test_the_admin_shows_a_stored_profile_as_its_v1_document(client, db):
+    from django.contrib.auth import get_user_model
+
+    client.force_login(get_user_model().objects.create_superuser("admin", "admin@example.com", "pw"))
+    row = SchedulerProfile.objects.get(name="hybrid")
+    page = client.get(f"/admin/scheduler/schedulerprofile/{row.pk}/change/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "&quot;apiVersion&quot;: &quot;netaware.io/v1&quot;" in text and "&quot;plugins&quot;" in text

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from apps.scheduler.scoring import engine, plans
+from apps.scheduler.scoring.plugins import plan as plan_plugin
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo, evolve
 from apps.topology.topomath import Topology
 from tests.support.scoring_fixtures import paper_appgroup, pod_labels, zoned_topology
@@ -137,9 +138,9 @@ def test_memo_gives_identical_results_to_a_cold_call(base):
         state = base if trial % 3 else replace(base, placements=_placements(rng, list(base.topology.nodes), 5))
         pod, candidates, profile = _random_pod(rng), _random_candidates(rng, state), rng.choice(PROFILES)
         want = _cold(state, pod, candidates, profile)
-        before = state.memo.hits
+        before = state.score_memo.hits
         _assert_same(_pair(state, pod, candidates, profile), want)  # first: filter fills, prioritize reuses
-        assert state.memo.hits > before, "prioritize on the survivors did not reuse the filter's work"
+        assert state.score_memo.hits > before, "prioritize on the survivors did not reuse the filter's work"
         _assert_same(_pair(state, pod, candidates, profile), want)  # repeated: whole outcomes from the memo
         # Prioritize alone, on candidates filter never saw.
         other = _random_candidates(rng, state)
@@ -227,7 +228,7 @@ def test_plan_counts_kept_across_binds_match_a_fresh_count(base):
         fresh = replace(state)
         assert plans.placed_by_zone(state, group) == plans.placed_by_zone(fresh, group)
         for w in group.workloads:
-            assert engine._placed_counts(state, group, w.name) == engine._placed_counts(fresh, group, w.name)
+            assert plan_plugin.placed_counts(state, group, w.name) == plan_plugin.placed_counts(fresh, group, w.name)
         candidates = _random_candidates(rng, state)
         _assert_same(_pair(state, pod, candidates, profile), _cold(state, pod, candidates, profile))
 
@@ -291,11 +292,11 @@ def test_memo_is_bounded(base):
     rng = random.Random(1)
     profile = engine.BUILTIN_PROFILES["network"]
     state = replace(base)
-    limit = state.memo.max_entries
+    limit = state.score_memo.max_entries
     for i in range(limit + 50):
         pod = PodInfo("default", f"cart-{i}", uid=str(i), labels=pod_labels("cart"))
         engine.run_filters(state, pod, _random_candidates(rng, state), profile)
-    assert 0 < len(state.memo) <= limit
+    assert 0 < len(state.score_memo) <= limit
 
 
 def test_placement_positions_are_shared_only_between_identical_placements(base):

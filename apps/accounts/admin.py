@@ -3,10 +3,15 @@ listed by prefix, revoked by deleting the row."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from .models import ApiToken, digest, new_token_value
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
 
 
 @admin.register(ApiToken)
@@ -17,7 +22,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     readonly_fields = ("key_prefix", "created_at")
     fields = ("user", "name", "expires_at", "key_prefix", "created_at")
 
-    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+    def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
         if not change:
             raw = new_token_value()
             obj.key_prefix, obj.key_digest = raw[:10], digest(raw)

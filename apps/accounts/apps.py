@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.apps import AppConfig
 
 
@@ -14,7 +16,7 @@ class AccountsConfig(AppConfig):
         post_migrate.connect(_ensure_roles, dispatch_uid="accounts.ensure_roles")
 
 
-def _ensure_roles(sender, app_config=None, **kwargs):  # type: ignore[no-untyped-def]
+def _ensure_roles(sender: Any, app_config: AppConfig | None = None, **kwargs: Any) -> None:
     # After the last app's permissions exist (post_migrate runs per app, ours is late in the list).
     if app_config is not None and app_config.label == "accounts":
         from .services import ensure_roles  # services imports models: not loadable when apps.py is

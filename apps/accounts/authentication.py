@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rest_framework import authentication, exceptions
 
 from . import selectors
 from .models import TOKEN_PREFIX
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from rest_framework.request import Request
+
+    from .models import ApiToken
 
 KEYWORDS = ("bearer", "token")
 
@@ -19,7 +27,7 @@ def raw_token(header: str) -> str | None:
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
-    def authenticate(self, request):  # type: ignore[no-untyped-def]
+    def authenticate(self, request: Request) -> tuple[User, ApiToken] | None:
         header = authentication.get_authorization_header(request).decode("latin-1")
         raw = raw_token(header) if header else None
         if raw is None:
@@ -31,5 +39,5 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked API token.")
         return token.user, token
 
-    def authenticate_header(self, request):  # type: ignore[no-untyped-def]
+    def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="netaware"'

@@ -12,12 +12,20 @@ Pages: an anonymous user is sent to /login/?next=...; a user without the read pe
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import JsonResponse
 
 from .permissions import anonymous_reads_allowed, can_read
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from django.http import HttpRequest
+    from django.http.response import HttpResponseBase
 
 OPEN_PREFIXES = ("/healthz", "/readyz", "/metrics", "/login", "/admin/", "/static/", "/favicon.ico")
 # HTML pages under /api/ (they send the browser to the login page instead of answering 401).
@@ -32,10 +40,10 @@ def is_open(path: str) -> bool:
 
 
 class LoginRequiredMiddleware:
-    def __init__(self, get_response):  # type: ignore[no-untyped-def]
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):  # type: ignore[no-untyped-def]
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         path = request.path_info
         if is_open(path):
             return self.get_response(request)

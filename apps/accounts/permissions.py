@@ -10,14 +10,24 @@ read, never write.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import wraps
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from .roles import READ, role_needed
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
+    from django.http import HttpRequest
+    from django.http.response import HttpResponseBase
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
+
+    View = Callable[..., HttpResponseBase]
 
 _MODEL_ACTIONS = {"POST": "add", "PUT": "change", "PATCH": "change", "DELETE": "delete"}
 
@@ -26,7 +36,7 @@ def anonymous_reads_allowed() -> bool:
     return not getattr(settings, "REQUIRE_AUTH", True)
 
 
-def missing(user, perms: Iterable[str]) -> list[str]:  # type: ignore[no-untyped-def]
+def missing(user: User | AnonymousUser, perms: Iterable[str]) -> list[str]:
     return [p for p in perms if not user.has_perm(p)]
 
 
@@ -36,7 +46,7 @@ def refusal(perms: Iterable[str], what: str) -> str:
     return f"{what} needs {' and '.join(roles)} (permission {', '.join(perms)})."
 
 
-def can_read(user) -> bool:  # type: ignore[no-untyped-def]
+def can_read(user: User | AnonymousUser | None) -> bool:
     if user is not None and user.is_authenticated:
         return user.is_active and user.has_perm(READ)
     return anonymous_reads_allowed()
@@ -45,7 +55,7 @@ def can_read(user) -> bool:  # type: ignore[no-untyped-def]
 class RolePermission(BasePermission):
     message = "Authentication credentials were not provided."
 
-    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+    def has_permission(self, request: Request, view: APIView) -> bool:
         user = request.user
         authenticated = bool(user and user.is_authenticated)
         safe = request.method in SAFE_METHODS
@@ -71,29 +81,29 @@ class RolePermission(BasePermission):
         return True
 
     @staticmethod
-    def _model_permissions(request, view) -> list[str]:  # type: ignore[no-untyped-def]
+    def _model_permissions(request: Request, view: APIView) -> list[str]:
         queryset = getattr(view, "queryset", None)
         if queryset is None and hasattr(view, "get_queryset"):
             try:
                 queryset = view.get_queryset()
             except Exception:  # a view without a queryset: the caller refuses
                 queryset = None
-        action = _MODEL_ACTIONS.get(request.method)
+        action = _MODEL_ACTIONS.get(request.method or "")
         if queryset is None or action is None:
             return []
         meta = queryset.model._meta
         return [f"{meta.app_label}.{action}_{meta.model_name}"]
 
 
-def page_permission(*perms: str, what: str = "This page"):  # type: ignore[no-untyped-def]
+def page_permission(*perms: str, what: str = "This page") -> Callable[[View], View]:
     """Dashboard view decorator: a clear 403 page (templates/403.html) for users lacking ``perms``.
 
     Anonymous users never get here: the login middleware sends them to /login/ first.
     """
 
-    def decorate(view):  # type: ignore[no-untyped-def]
+    def decorate(view: View) -> View:
         @wraps(view)
-        def wrapper(request, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
             user = request.user
             if not user.is_authenticated:
                 from django.contrib.auth.views import redirect_to_login

@@ -6,6 +6,11 @@ role a refused action needs. Staff users reach the admin; superusers hold every 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
+
 VIEWER = "viewer"
 EDITOR = "editor"
 
@@ -43,7 +48,7 @@ def role_needed(permission: str) -> str:
     return "an administrator"
 
 
-def roles_of(user) -> list[str]:  # type: ignore[no-untyped-def]
+def roles_of(user: User | AnonymousUser) -> list[str]:
     """Names shown next to the user in the page header."""
     if not getattr(user, "is_authenticated", False):
         return []

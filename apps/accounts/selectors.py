@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db.models import QuerySet
 
 from .models import ApiToken, digest
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 def token_for(*, raw: str) -> ApiToken | None:
@@ -15,5 +20,5 @@ def token_for(*, raw: str) -> ApiToken | None:
     return token
 
 
-def tokens_of(*, user) -> QuerySet[ApiToken]:  # type: ignore[no-untyped-def]
+def tokens_of(*, user: User) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=user).order_by("name")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import ValidationError
@@ -10,8 +11,11 @@ from django.core.exceptions import ValidationError
 from .models import ApiToken, digest, new_token_value
 from .roles import ROLES
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def create_api_token(*, user, name: str, expires_at: datetime | None = None) -> tuple[ApiToken, str]:  # type: ignore[no-untyped-def]
+
+def create_api_token(*, user: User, name: str, expires_at: datetime | None = None) -> tuple[ApiToken, str]:
     """A new token for ``user``; returns the row and the token itself (shown once, never stored)."""
     raw = new_token_value()
     token = ApiToken(user=user, name=name, key_prefix=raw[:10], key_digest=digest(raw), expires_at=expires_at)

@@ -11,7 +11,7 @@ dependencies are read-only on their own pages: a row alone cannot be judged with
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin
@@ -20,6 +20,10 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from . import documents, services
 from .models import AppGroup, AppGroupTombstone, Dependency, Placement, Workload
+
+if TYPE_CHECKING:
+    from django.db.models import ForeignKey, Model, QuerySet
+    from django.http import HttpRequest
 
 
 class _ValuesOnly(forms.ModelForm):
@@ -154,7 +158,7 @@ class _PageFormSet(BaseInlineFormSet):
     def __init__(self, *args: Any, page: _Page | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.page = page or _Page()
-        self.page.formsets[self.prefix] = self
+        self.page.formsets[self.prefix] = self  # type: ignore[index]  # set by BaseFormSet.__init__
 
     def validate_unique(self) -> None:
         """Duplicate workloads and dependencies are the document validator's to name."""
@@ -207,7 +211,7 @@ class DependencyInline(admin.TabularInline):
     fk_name = "appgroup"
     extra = 0
 
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+    def formfield_for_foreignkey(self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name in ("source", "target"):
             object_id = request.resolver_match.kwargs.get("object_id") if request.resolver_match else None
             kwargs["queryset"] = (
@@ -233,17 +237,17 @@ class AppGroupAdmin(SimpleHistoryAdmin):
     form = AppGroupForm
     inlines = (WorkloadInline, DependencyInline)
 
-    def get_form(self, request, obj=None, change=False, **kwargs):  # type: ignore[no-untyped-def]
+    def get_form(self, request: HttpRequest, obj: AppGroup | None = None, change: bool = False, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, change=change, **kwargs)
         return type(form.__name__, (form,), {"page": _Page.of(request)})
 
-    def get_formset_kwargs(self, request, obj, inline, prefix):  # type: ignore[no-untyped-def]
+    def get_formset_kwargs(self, request: HttpRequest, obj: AppGroup, inline: Any, prefix: str) -> dict[str, Any]:
         return {**super().get_formset_kwargs(request, obj, inline, prefix), "page": _Page.of(request)}
 
-    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+    def save_model(self, request: HttpRequest, obj: AppGroup, form: Any, change: bool) -> None:
         """Nothing yet: the row and its graph are written together in ``save_related``."""
 
-    def save_related(self, request, form, formsets, change):  # type: ignore[no-untyped-def]
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         saved = services.save_appgroup(
             spec=_Page.of(request).spec, origin=form.cleaned_data["origin"], appgroup=form.instance if change else None,
             description=form.cleaned_data["description"], create_only=not change,
@@ -251,19 +255,19 @@ class AppGroupAdmin(SimpleHistoryAdmin):
         form.instance.pk = saved.pk
         form.instance.refresh_from_db()
 
-    def construct_change_message(self, request, form, formsets, add=False):  # type: ignore[no-untyped-def]
+    def construct_change_message(self, request: HttpRequest, form: Any, formsets: Any, add: bool = False) -> Any:
         return super().construct_change_message(request, form, [], add)  # rows were written by the service
 
-    def get_deleted_objects(self, objs, request):  # type: ignore[no-untyped-def]
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
         """Workloads and dependencies go with their AppGroup (their own pages cannot delete them)."""
         deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
         rows = {str(Workload._meta.verbose_name), str(Dependency._meta.verbose_name)}
         return deleted, counts, perms_needed - rows, protected
 
-    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+    def delete_model(self, request: HttpRequest, obj: AppGroup) -> None:
         services.delete_appgroup(appgroup=obj)
 
-    def delete_queryset(self, request, queryset):  # type: ignore[no-untyped-def]
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[AppGroup]) -> None:
         for appgroup in queryset:
             services.delete_appgroup(appgroup=appgroup)
 
@@ -271,13 +275,13 @@ class AppGroupAdmin(SimpleHistoryAdmin):
 class _ReadOnly:
     """Shown, never edited here: the row belongs to its AppGroup's page."""
 
-    def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -332,8 +336,8 @@ class AppGroupTombstoneAdmin(admin.ModelAdmin):
     search_fields = ("namespace", "name", "resource_uid")
     readonly_fields = ("namespace", "name", "resource_uid", "resource_version", "deleted_at")
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False

@@ -9,6 +9,8 @@ The models carry no validators of their own, so no entry point answers with a se
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
@@ -226,7 +228,7 @@ class Dependency(models.Model):
         except quantity.QuantityError:
             self.min_bandwidth_bps = None
 
-    def save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def save(self, *args: Any, **kwargs: Any) -> None:
         self._update_derived()
         super().save(*args, **kwargs)
 

@@ -131,7 +131,7 @@ def workload_ids() -> dict[tuple[str, str, str], tuple[int, int]]:
 
 def namespace_label_selectors(*, namespace: str, exclude_pk: int | None = None) -> list[tuple[str, str, LabelSelector]]:
     """(AppGroup "namespace/name", workload, selector) of every workload of the namespace's AppGroups."""
-    rows = (Workload.objects.filter(appgroup__namespace=namespace).exclude(appgroup_id=exclude_pk)
+    rows = (Workload.objects.filter(appgroup__namespace=namespace).exclude(appgroup_id=exclude_pk)  # type: ignore[misc]  # None excludes nothing
             .order_by("appgroup__name", "position").values_list("appgroup__namespace", "appgroup__name", "name", "selector"))
     return [(f"{ns}/{group}", name, documents.label_selector_from_mapping(selector or {})) for ns, group, name, selector in rows]
 

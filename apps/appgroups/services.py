@@ -61,6 +61,7 @@ def check_appgroup(
     namespace claims. Writes from the cluster (``origin`` cluster) skip the overlap rule: the
     cluster's state is never lost, the dashboard flags them (``selectors.overlapping_appgroups``)."""
     same_key = AppGroup.objects.filter(namespace=spec.namespace, name=spec.name)
+    current: int | None
     if appgroup is not None and appgroup.pk is not None:
         current, taken = appgroup.pk, same_key.exclude(pk=appgroup.pk).exists()
     else:
@@ -136,7 +137,7 @@ def save_appgroup(
 
 def _record_document(*, appgroup: AppGroup) -> None:
     """The document as saved, on the change-history record this save created (which holds who and when)."""
-    record = appgroup.history.order_by("-history_id").first()  # type: ignore[attr-defined]
+    record = appgroup.history.order_by("-history_id").first()
     if record is not None:
         record.document = export_document(appgroup=appgroup)
         record.save(update_fields=["document"])

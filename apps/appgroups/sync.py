@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.cache import cache
@@ -300,9 +300,9 @@ def _write_annotation(obj: dict[str, Any], value: str) -> dict[str, Any]:
     body = json.loads(json.dumps(obj))
     body.setdefault("metadata", {}).setdefault("annotations", {})[SYNCED_HASH_ANNOTATION] = value
     key = (body["metadata"]["namespace"], body["metadata"]["name"])
-    return kube.custom_objects().replace_namespaced_custom_object(
+    return cast("dict[str, Any]", kube.custom_objects().replace_namespaced_custom_object(
         GROUP, VERSION, key[0], PLURAL, key[1], body
-    )
+    ))
 
 
 # --- reconciliation of one key --------------------------------------------------------------
@@ -387,7 +387,7 @@ def _reconcile_once(
                         key[0],
                         PLURAL,
                         key[1],
-                        body={"preconditions": {"resourceVersion": rv}},
+                        body={"preconditions": {"resourceVersion": rv}},  # type: ignore[arg-type]  # the client sends a dict as is
                     )
                 )
             except ApiException as exc:
@@ -420,7 +420,7 @@ def _reconcile_once(
             AppGroupTombstone.objects.filter(pk=tombstone.pk).delete()
         report.imported.append(_label(key))
         if base != cluster_hash:
-            cr = _put(lambda: _write_annotation(cr, cluster_hash))
+            cr = _put(lambda: _write_annotation(cr, cluster_hash))  # type: ignore[arg-type]  # not None: narrowed above
             _mark_synced(appgroup, rv=cr["metadata"]["resourceVersion"])
         _write_status(appgroup, cr, report)
         return
@@ -432,7 +432,7 @@ def _reconcile_once(
     db_hash = documents.spec_hash(db_spec)
     if db_hash == cluster_hash:
         if base != cluster_hash:
-            cr = _put(lambda: _write_annotation(cr, cluster_hash))
+            cr = _put(lambda: _write_annotation(cr, cluster_hash))  # type: ignore[arg-type]  # not None: narrowed above
         if appgroup.resource_version != cr["metadata"]["resourceVersion"] or (
             appgroup.sync_error and not appgroup.sync_error.startswith(CONFLICT_PREFIX)
         ):
@@ -469,12 +469,12 @@ def _reconcile_once(
         metrics.increment("netaware_sync_conflicts_total")
         _mark_synced(appgroup, rv=rv, error=message)
         _event(cr, reason="SyncConflict", message=message[:1024])
-    cr = _put(lambda: _write_annotation(cr, cluster_hash))
+    cr = _put(lambda: _write_annotation(cr, cluster_hash))  # type: ignore[arg-type]  # not None: narrowed above
     _mark_synced(appgroup, rv=cr["metadata"]["resourceVersion"], error=None if conflict else "")
     _write_status(appgroup, cr, report)
 
 
-def _put(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def _put(fn: Callable[[], object]) -> dict[str, Any]:
     """A resourceVersion-guarded write: 409 means someone else wrote first — decide again."""
     try:
         return _call_once_or_transient(fn)
@@ -484,14 +484,15 @@ def _put(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         raise
 
 
-def _call_once_or_transient(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def _call_once_or_transient(fn: Callable[[], object]) -> dict[str, Any]:
     # 409 must not be retried blindly with the same (stale) body: only transient errors are.
-    return kube.retry(
+    # The custom-objects API returns the decoded JSON object.
+    return cast("dict[str, Any]", kube.retry(
         fn,
         attempts=ATTEMPTS,
         base_delay=BASE_DELAY,
         retry_on=lambda e: kube.is_retryable(e) and kube.status_of(e) != 409,
-    )
+    ))
 
 
 def _tombstone_names(tombstone: AppGroupTombstone, uid: str) -> bool:

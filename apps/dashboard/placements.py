@@ -66,6 +66,8 @@ def _placements_map() -> dict[str, Any]:
     node_index = {name: i for i, (name, *_rest) in enumerate(node_rows)}
     pods: list[dict[str, Any]] = []
     by_workload: dict[tuple[int, str], list[int]] = {}
+    i: int | None  # a pod's row below; a topology index (or unknown) at the links
+    j: int | None
     for ns, name, node, group_id, workload, bound_at in rows:
         by_workload.setdefault((group_id, workload), []).append(len(pods))
         pods.append({"pod": f"{ns}/{name}", "node": node_index[node], "group": group_id, "workload": workload,
@@ -73,7 +75,7 @@ def _placements_map() -> dict[str, Any]:
 
     groups_out = []
     for pk, spec in specs.items():
-        workloads_out = []
+        workloads_out: list[dict[str, Any]] = []
         weighted, weights = 0.0, 0.0
         for w in spec.workloads:
             members = by_workload.get((pk, w.name), [])
@@ -118,7 +120,7 @@ def _placements_map() -> dict[str, Any]:
         i, j = index.get(node_rows[a][0]), index.get(node_rows[b][0])
         lat = bw = loss = None
         inferred = False
-        if i is not None and j is not None:
+        if topology is not None and i is not None and j is not None:
             lat, bw, loss = (_clean(topology.latency_ms[i, j]), _clean(topology.bandwidth_mbps[i, j]),
                              _clean(topology.loss_pct[i, j]))
             inferred = bool(topology.inferred[i, j])

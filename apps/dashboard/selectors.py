@@ -458,9 +458,9 @@ def node_links(*, name: str) -> dict[str, Any] | None:
     i = topology.index.get(name)
     if i is None:
         return {"version": snapshot.version, "known": False, "peers": []}
-    peers = [{"peer": peer, "zone": topology.zones[j], "region": topology.regions[j],
-              "out": _pair(topology, i, j), "back": _pair(topology, j, i)}
-             for j, peer in enumerate(topology.nodes) if j != i]
+    peers: list[dict[str, Any]] = [{"peer": peer, "zone": topology.zones[j], "region": topology.regions[j],
+                                    "out": _pair(topology, i, j), "back": _pair(topology, j, i)}
+                                   for j, peer in enumerate(topology.nodes) if j != i]
     peers.sort(key=lambda p: (p["out"]["latency"] is None, -(p["out"]["latency"] or 0.0), p["peer"]))
     return {"version": snapshot.version, "known": True, "peers": peers, "quantile": snapshot.latency_quantile}
 
@@ -489,14 +489,16 @@ def search(*, query: str) -> dict[str, list[dict[str, Any]]]:
     if not q:
         return {"nodes": [], "zones": [], "appgroups": [], "pods": []}
     cap = MAX_SEARCH_RESULTS
-    nodes = list(Node.objects.filter(name__icontains=q).order_by("name").values("name", "zone", "region")[:cap])
+    nodes: list[dict[str, Any]] = [dict(row) for row in Node.objects.filter(name__icontains=q).order_by("name")
+                                   .values("name", "zone", "region")[:cap]]
     zones = sorted({z for z in Node.objects.filter(zone__icontains=q).values_list("zone", flat=True) if z})[:cap]
     if "/" in q:
         namespace, _, name = q.rpartition("/")
         groups_qs = AppGroup.objects.filter(namespace__icontains=namespace, name__icontains=name)
     else:
         groups_qs = AppGroup.objects.filter(name__icontains=q) | AppGroup.objects.filter(namespace__icontains=q)
-    groups = list(groups_qs.order_by("namespace", "name").values("pk", "namespace", "name")[:cap])
+    groups: list[dict[str, Any]] = [dict(row) for row in groups_qs.order_by("namespace", "name")
+                                    .values("pk", "namespace", "name")[:cap]]
     pod_name = q.rpartition("/")[2]
     pods: dict[str, dict[str, Any]] = {}
     for ns, name, node in (Placement.objects.filter(pod_name__icontains=pod_name)

@@ -80,6 +80,7 @@ Test hooks (all thread-safe):
 from __future__ import annotations
 
 import bisect
+import builtins
 import contextlib
 import copy
 import json
@@ -457,7 +458,7 @@ def _row(obj: Obj) -> tuple[list[Any], list[Any]]:
         status = obj.get("status") or {}
         spec = obj.get("spec") or {}
         containers = spec.get("containers") or []
-        ready = sum(1 for c in status.get("containerStatuses") or [] if c.get("ready"))
+        ready: int | str = sum(1 for c in status.get("containerStatuses") or [] if c.get("ready"))
         return ([meta.get("name"), f"{ready}/{len(containers)}", status.get("phase") or "Pending", 0, _age(meta)],
                 [status.get("podIP") or "<none>", spec.get("nodeName") or "<none>", "<none>", "<none>"])
     if kind == "Node":
@@ -833,7 +834,7 @@ class FakeKube:
         }
         return self.create("", "v1", "pods", pod, namespace=namespace)
 
-    def events(self, namespace: str | None = None, involved_name: str | None = None) -> list[Obj]:
+    def events(self, namespace: str | None = None, involved_name: str | None = None) -> builtins.list[Obj]:
         return [
             e
             for e in self.list("", "v1", "events", namespace)

@@ -57,7 +57,7 @@ def calls_of(group: AppGroupSpec, *, base_rps: float = 4.0,
     (period seconds, idle fraction) per (caller, callee) controller pair."""
     idle = idle or {}
     controller = {w.name: w.controller_name or w.name for w in group.workloads}
-    out = []
+    out: list[Call] = []
     for w in group.workloads:
         for dep in w.dependencies:
             target = controller[dep.target]

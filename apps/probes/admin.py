@@ -1,15 +1,17 @@
 """Admin for the pipeline's tables: samples are written only by the pipeline, so they are read-only here."""
 
 from django.contrib import admin
+from django.db.models import Model
+from django.http import HttpRequest
 
 from .models import NodeRollup, NodeSample, PairLatest, PairRollup, PairSample, PullWatermark, WindowDigest
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 

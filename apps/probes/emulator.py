@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from prometheus_client.utils import floatToGoString
@@ -68,7 +68,7 @@ def _escape(value: str) -> str:
 
 
 def _num(value: float) -> str:
-    return floatToGoString(value)
+    return cast(str, floatToGoString(value))
 
 
 @dataclass

@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from itertools import pairwise
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from django.conf import settings
@@ -19,6 +20,9 @@ from django.utils import timezone
 from .choices import NodeSeries, PairSeries
 from .models import NodeSample, PairLatest, PairSample
 from .usage import NodeUsage
+
+if TYPE_CHECKING:
+    from django.db.backends.utils import CursorWrapper
 
 PairValues = tuple[list[str], list[str], np.ndarray, np.ndarray]
 
@@ -46,7 +50,7 @@ _OVERLAY_SQL = (
 )
 
 
-def _fetch(cursor, inner: str, params: object) -> PairValues:  # type: ignore[no-untyped-def]
+def _fetch(cursor: CursorWrapper, inner: str, params: Any) -> PairValues:
     cursor.execute(_AGG.format(inner=inner), params)
     sources, targets, values, stamps = cursor.fetchone()
     if not sources:
@@ -64,7 +68,7 @@ def _sorted(parts: PairValues) -> PairValues:
     return [sources[i] for i in order], [targets[i] for i in order], values[order], stamps[order]
 
 
-def _latest(cursor, series: str, since: datetime) -> PairValues:  # type: ignore[no-untyped-def]
+def _latest(cursor: CursorWrapper, series: str, since: datetime) -> PairValues:
     """PairLatest (one row per pair, at most LATEST_REFRESH_SECONDS older than the pair's newest sample)
     overlaid with the raw windows of the last LATEST_REFRESH_SECONDS before the newest one (exact there).
 

@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psycopg.errors
@@ -30,6 +30,9 @@ from . import signals
 from .models import NodeRollup, NodeSample, PairLatest, PairRollup, PairSample, PullWatermark, WindowDigest
 from .prometheus import PrometheusClient, Window, align_down, windows_between
 from .queries import NodeQuery, PairQuery, PullQueries, QueriesFileError, configured_queries
+
+if TYPE_CHECKING:
+    from django.db.backends.utils import CursorWrapper
 
 logger = logging.getLogger(__name__)
 
@@ -248,10 +251,10 @@ def store_pair_points(*, ts: datetime, series: str, sources: Sequence[str], targ
         return result
     if not keep.all():
         idx = np.flatnonzero(keep)
-        sources = [sources[i] for i in idx]
-        targets = [targets[i] for i in idx]
+        sources = [sources[i] for i in idx.tolist()]
+        targets = [targets[i] for i in idx.tolist()]
         values = values[keep]
-    params = {"ts": ts, "series": series, "sources": texts(sources), "targets": texts(targets),
+    params: dict[str, Any] = {"ts": ts, "series": series, "sources": texts(sources), "targets": texts(targets),
               "values": _pg_float_array(values), "shard": shard}
     with connection.cursor() as cursor:
         cursor.execute(_WINDOW_EXISTS, [ts, series])
@@ -276,8 +279,8 @@ def store_pair_points(*, ts: datetime, series: str, sources: Sequence[str], targ
             last = dict(zip(zip(sources, targets, strict=True), range(len(sources)), strict=False))
             idx = np.fromiter(sorted(last.values()), dtype=np.int64, count=len(last))
             result.points_skipped += len(sources) - len(last)
-            params = {"ts": ts, "series": series, "sources": _pg_text_array([sources[i] for i in idx]),
-                      "targets": _pg_text_array([targets[i] for i in idx]),
+            params = {"ts": ts, "series": series, "sources": _pg_text_array([sources[i] for i in idx.tolist()]),
+                      "targets": _pg_text_array([targets[i] for i in idx.tolist()]),
                       "values": _pg_float_array(values[idx]), "shard": shard}
     raise RuntimeError(f"could not store {series} at {ts}")  # unreachable: the third attempt is a clean upsert
 
@@ -289,7 +292,7 @@ def store_node_points(*, ts: datetime, series: str, nodes: Sequence[str], values
     result = StoreResult(points_skipped=int(keep.size - keep.sum()))
     if not keep.any():
         return result
-    last = {nodes[i]: i for i in np.flatnonzero(keep)}
+    last = {nodes[i]: i for i in np.flatnonzero(keep).tolist()}
     idx = np.fromiter(sorted(last.values()), dtype=np.int64, count=len(last))
     result.points_skipped += int(keep.sum()) - len(last)
     with connection.cursor() as cursor:
@@ -456,7 +459,8 @@ def pending_windows(*, queries: PullQueries, now: datetime,
     floor = max(align_down(raw_cutoff(now).timestamp(), width), newest_end - width * int(conf["PULL_INITIAL_WINDOWS"]))
     marks = _marks()
     pending: dict[str, list[Window]] = {}
-    keys = [job.key for job in jobs] if jobs is not None else [q.watermark_key for q in (*queries.pairs, *queries.nodes)]
+    every: tuple[PairQuery | NodeQuery, ...] = (*queries.pairs, *queries.nodes)
+    keys = [job.key for job in jobs] if jobs is not None else [q.watermark_key for q in every]
     for key in keys:
         mark = _mark_for(key, marks)
         limit = int(conf["PULL_MAX_WINDOWS_PER_RUN"])
@@ -655,7 +659,7 @@ _MERGE = (
 )
 
 
-def _roll_up(cursor, source: str, where: str, params: list[Any]) -> tuple[int, int, int]:  # type: ignore[no-untyped-def]
+def _roll_up(cursor: CursorWrapper, source: str, where: str, params: list[Any]) -> tuple[int, int, int]:
     """Merge the rows of ``source`` (a raw table or one partition) matching ``where`` into the roll-ups."""
     if source.startswith(PAIR_TABLE):
         cursor.execute(

@@ -2,30 +2,48 @@
 
 from __future__ import annotations
 
+import json
+from typing import TYPE_CHECKING, Any
+
 from django.contrib import admin
+from django.utils.html import format_html
 from simple_history.admin import SimpleHistoryAdmin
 
 from . import services
 from .models import Decision, ObservedPod, SchedulerProfile
+from .profiles import document_of
+
+if TYPE_CHECKING:
+    from django.db.models import Model
+    from django.http import HttpRequest
 
 
 @admin.register(SchedulerProfile)
 class SchedulerProfileAdmin(SimpleHistoryAdmin):
+    """Edits the stored fields (a netaware.io/v1alpha1 profile's); shows the profile as the current
+    version's document (netaware.io/v1), which the API also accepts."""
+
     list_display = ("name", "is_default", "description", "updated")
     search_fields = ("name", "description")
+    readonly_fields = ("document",)
 
-    def save_model(self, request, obj, form, change):  # type: ignore[no-untyped-def]
+    @admin.display(description="document (netaware.io/v1)")
+    def document(self, obj: SchedulerProfile) -> str:
+        document = document_of(obj) if obj.pk else None
+        return format_html("<pre>{}</pre>", json.dumps(document, indent=2)) if document else "-"
+
+    def save_model(self, request: HttpRequest, obj: SchedulerProfile, form: Any, change: bool) -> None:
         services.save_profile(profile=obj)
 
-    def delete_model(self, request, obj):  # type: ignore[no-untyped-def]
+    def delete_model(self, request: HttpRequest, obj: SchedulerProfile) -> None:
         services.delete_profile(profile=obj)
 
 
 class _ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 

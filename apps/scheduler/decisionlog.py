@@ -20,7 +20,7 @@ import uuid
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import redis
@@ -222,7 +222,7 @@ def drain(*, redis_client: redis.Redis, limit: int = 5000, retention: int = 1000
             blobs = redis_client.lrange(DECISION_QUEUE_KEY, 0, limit - 1)
             if not blobs:
                 break
-            write(blobs)
+            write(cast("list[bytes]", blobs))  # a client without decode_responses
             if not trim(keys=[DECISION_QUEUE_KEY], args=[len(blobs), blobs[0], blobs[-1]]):
                 break  # the head moved: the next drain re-reads (already stored records are skipped)
             moved += len(blobs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from django.db import DatabaseError, InterfaceError
@@ -23,6 +23,9 @@ from netaware_core.fielderrors import FieldError
 
 from . import selectors, wire
 from .scoring import engine
+
+if TYPE_CHECKING:
+    from urllib3 import HTTPResponse
 
 
 class DiagnoseError(FieldError):
@@ -87,9 +90,9 @@ def _pod_from_api(namespace: str, name: str) -> PodInfo | None:
         except Exception:
             return None
     try:
-        resp = kube.retry(
+        resp = cast("HTTPResponse", kube.retry(  # _preload_content=False: the raw response
             lambda: kube.core_v1().read_namespaced_pod(name, namespace, _preload_content=False), attempts=2
-        )
+        ))
     except Exception as exc:
         if kube.status_of(exc) == 404:
             return None

@@ -10,7 +10,7 @@ One ``ExtenderRuntime`` per process (``process_runtime()``). It owns:
   reloaded when a change notification arrives on Redis (``notify_change``) or a cheap fingerprint
   query (every STATE_DB_CHECK_SECONDS) shows a change, and swapped into the cache whole;
 * the placement writer and the decision log: batched, asynchronous persistence;
-* the wire caches (``wire.WireCaches``): pods, nodes and host names already parsed or encoded;
+* the wire interner (``wire.WireInterner``): pods, nodes and host names already parsed or encoded;
 * optional leader election (a coordination.k8s.io Lease): with several replicas only the leader
   answers, so every filter sees every bind answered before it (see docs/scheduler.md).
 
@@ -440,8 +440,8 @@ class ExtenderRuntime:
             redis_client=selectors.redis_client, queue_max=int(conf("DECISION_QUEUE_MAX")),
             buffer_max=int(conf("DECISION_BUFFER_MAX")), retention=int(conf("DECISION_RETENTION")),
         )
-        # Parses and encodings reused across requests (wire.WireCaches): this process's, not a module's.
-        self.wire = wire.WireCaches()
+        # Parses and encodings reused across requests (wire.WireInterner): this process's, not a module's.
+        self.wire = wire.WireInterner()
         self.loader = Loader(self)
         self.placements = PlacementWriter(self)
         self.stop_event = threading.Event()
@@ -525,6 +525,7 @@ class ExtenderRuntime:
             remaining = deadline - time.monotonic()
             if remaining <= 0.05:
                 return f"{refused} (no time left to read it from the API)", "failed"
+            record: PodRecord | None
             try:
                 record = wire.pod_record(kube.get_pod(namespace=namespace, name=name, timeout=remaining))
             except Exception as exc:

@@ -34,7 +34,7 @@ class WireError(ValueError):
     """The request body is not what kube-scheduler sends; the message names the field."""
 
 
-class WireCaches:
+class WireInterner:
     """What one extender process has already parsed or encoded, reused across requests: kube-scheduler
     sends the same Pod to filter and prioritize (and again on retries), the same Node objects cycle
     after cycle, and the same host names in every HostPriorityList.
@@ -225,7 +225,7 @@ def node_ready(status: Mapping[str, Any]) -> bool:
         return True
     for condition in conditions:
         if isinstance(condition, dict) and get_ci(condition, "type") == "Ready":
-            return get_ci(condition, "status") == "True"
+            return bool(get_ci(condition, "status") == "True")
     return True
 
 
@@ -243,25 +243,25 @@ class NodeObject:
         return self.resources.name
 
 
-def parse_node(value: Any, where: str, caches: WireCaches | None = None) -> NodeObject:
-    """A v1.Node object; with ``caches``, a node already parsed at the same resourceVersion is not
+def parse_node(value: Any, where: str, interner: WireInterner | None = None) -> NodeObject:
+    """A v1.Node object; with ``interner``, a node already parsed at the same resourceVersion is not
     parsed again."""
     node = _mapping(value, where, allow_null=False)
     meta = _mapping(get_ci(node, "metadata"), f"{where}.metadata")
-    if caches is None:
+    if interner is None:
         return _parse_node(node, meta, where)
     name = get_ci(meta, "name")
     version = get_ci(meta, "resourceVersion")
     key = (name, version) if isinstance(name, str) and isinstance(version, str) and name and version else None
     if key is not None:
-        hit = caches.nodes.get(key)
+        hit = interner.nodes.get(key)
         if hit is not None:
             return NodeObject(resources=hit[0], ready=hit[1], raw=node, version=version)
     parsed = _parse_node(node, meta, where)
     if key is not None:
-        if len(caches.nodes) >= caches.nodes_max:
-            caches.nodes.clear()
-        caches.nodes[key] = (parsed.resources, parsed.ready)
+        if len(interner.nodes) >= interner.nodes_max:
+            interner.nodes.clear()
+        interner.nodes[key] = (parsed.resources, parsed.ready)
     return parsed
 
 
@@ -307,7 +307,7 @@ def _top(body: bytes) -> Mapping[str, Any]:
     return data
 
 
-def _parse_pod_cached(value: Any, caches: WireCaches) -> PodInfo:
+def _parse_pod_interned(value: Any, interner: WireInterner) -> PodInfo:
     meta = get_ci(value, "metadata") if isinstance(value, dict) else None
     if not isinstance(meta, dict):
         return parse_pod(value)
@@ -316,21 +316,21 @@ def _parse_pod_cached(value: Any, caches: WireCaches) -> PodInfo:
         return parse_pod(value)
     seen = (get_ci(meta, "name"), get_ci(meta, "namespace"), get_ci(meta, "labels"), get_ci(meta, "annotations"))
     spec = get_ci(value, "spec")
-    hit = caches.pods.get((uid, version))
+    hit = interner.pods.get((uid, version))
     if hit is not None and hit[0] == seen and hit[1] == spec:
         return hit[2]
     pod = parse_pod(value)
-    if len(caches.pods) >= caches.pods_max:
-        caches.pods.clear()
-    caches.pods[(uid, version)] = (seen, spec, pod)
+    if len(interner.pods) >= interner.pods_max:
+        interner.pods.clear()
+    interner.pods[(uid, version)] = (seen, spec, pod)
     return pod
 
 
-def parse_extender_args(body: bytes, caches: WireCaches | None = None) -> ExtenderArgs:
-    """ExtenderArgs; ``caches`` (the extender runtime's) skips re-parsing what it has seen."""
+def parse_extender_args(body: bytes, interner: WireInterner | None = None) -> ExtenderArgs:
+    """ExtenderArgs; ``interner`` (the extender runtime's) skips re-parsing what it has seen."""
     data = _top(body)
     raw_pod = get_ci(data, "Pod")
-    pod = parse_pod(raw_pod) if caches is None else _parse_pod_cached(raw_pod, caches)
+    pod = parse_pod(raw_pod) if interner is None else _parse_pod_interned(raw_pod, interner)
     raw_names = get_ci(data, "NodeNames")
     raw_nodes = get_ci(data, "Nodes")
     names: tuple[str, ...] | None = None
@@ -352,7 +352,7 @@ def parse_extender_args(body: bytes, caches: WireCaches | None = None) -> Extend
             items = []
         if not isinstance(items, list):
             raise WireError(f"Nodes.items: expected a list, got {type(items).__name__}")
-        nodes = tuple(parse_node(item, f"Nodes.items[{i}]", caches) for i, item in enumerate(items))
+        nodes = tuple(parse_node(item, f"Nodes.items[{i}]", interner) for i, item in enumerate(items))
     else:
         raise WireError("NodeNames and Nodes: one of them is required (both are null)")
     return ExtenderArgs(pod=pod, node_names=names, nodes=nodes)
@@ -474,25 +474,25 @@ def _score_suffix(score: int) -> bytes:
     return _SCORE_SUFFIX[score] if 0 <= score <= 10 else b"%d}" % score
 
 
-def prioritize_result(hosts: Sequence[str], scores: Sequence[int], caches: WireCaches | None = None) -> bytes:
+def prioritize_result(hosts: Sequence[str], scores: Sequence[int], interner: WireInterner | None = None) -> bytes:
     """HostPriorityList: a bare list of ``{"Host", "Score"}`` with integer scores 0..10."""
     if len(hosts) != len(scores):
         raise ValueError(f"prioritize_result: {len(hosts)} hosts but {len(scores)} scores")
     if not hosts:
         return b"[]"
-    if caches is not None and isinstance(scores, list) and min(scores) >= 0:
+    if interner is not None and isinstance(scores, list) and min(scores) >= 0:
         # ints 0..10 from ndarray.tolist() and hosts seen before: prefixes and '<score>},' suffixes
         # interleaved by C-level slice assignment, one join (no per-host Python bytecode).
         try:
             parts: list[bytes] = [b""] * (2 * len(hosts))
-            parts[0::2] = map(caches.hosts.__getitem__, hosts)
+            parts[0::2] = map(interner.hosts.__getitem__, hosts)
             parts[1::2] = map(_SCORE_SUFFIX_COMMA.__getitem__, scores)
         except (KeyError, IndexError, TypeError, ValueError):  # a new host, a score > 10, a non-int
             pass
         else:
             parts[-1] = parts[-1][:-1]
             return b"[" + b"".join(parts) + b"]"
-    prefix = caches.host_prefix if caches is not None else _host_prefix
+    prefix = interner.host_prefix if interner is not None else _host_prefix
     values = [int(s) for s in scores]
     return b"[" + b",".join([prefix(h) + _score_suffix(s) for h, s in zip(hosts, values, strict=True)]) + b"]"
 

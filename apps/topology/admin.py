@@ -1,4 +1,6 @@
 from django.contrib import admin
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
 from django.utils.html import format_html
 
 from .models import Node, TopologySnapshot
@@ -24,14 +26,14 @@ class TopologySnapshotAdmin(admin.ModelAdmin):
     exclude = ("payload",)
     readonly_fields = ("summary",)
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[TopologySnapshot]:
         # The payload is megabytes of arrays: never pull it through the ORM for list or detail pages.
         return super().get_queryset(request).defer("payload")
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
     @admin.display(description="Summary")

@@ -69,7 +69,7 @@ class Node(models.Model):
             raise ValidationError({"labels": "must be a mapping of string keys to string values"})
 
 
-class TopologySnapshotQuerySet(models.QuerySet):
+class TopologySnapshotQuerySet(models.QuerySet["TopologySnapshot"]):
     def current(self) -> TopologySnapshot | None:
         return self.defer("payload").order_by("-version").first()
 
@@ -248,7 +248,7 @@ def _load_from_db(pk: int) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str,
         if is_legacy_snapshot(head):
             return _decode_legacy(read(0, size))
         try:
-            read, size = open_payload(head, read, size)  # format 3: decompresses chunk by chunk
+            read, size = open_payload(head, read, size)  # type: ignore[assignment]  # format 3: decompresses chunk by chunk
         except ValueError as exc:
             raise ValueError(f"topology snapshot id={pk}: {exc}") from exc
         head = read(0, min(size, len(head)))

@@ -129,7 +129,7 @@ def publish(
             stale = f"{name}-{index}"
             try:
                 kube.retry(
-                    lambda stale=stale: api.delete_namespaced_custom_object(
+                    lambda stale=stale: api.delete_namespaced_custom_object(  # type: ignore[misc]  # default-bound lambda
                         GROUP, VERSION, namespace, PLURAL, stale
                     )
                 )

@@ -104,7 +104,7 @@ class Topology:
 
     def _measured_mask(self) -> np.ndarray:
         known = ~(np.isnan(self.latency_ms) & np.isnan(self.bandwidth_mbps) & np.isnan(self.loss_pct))
-        out = known & ~self.inferred
+        out: np.ndarray = known & ~self.inferred
         np.fill_diagonal(out, False)
         return out
 

@@ -2,6 +2,8 @@
 pipeline (read-only here); the learning modes are set here, in the API or per namespace by default."""
 
 from django.contrib import admin
+from django.db.models import Model
+from django.http import HttpRequest
 
 from .models import (
     EdgeRollup,
@@ -17,10 +19,10 @@ EDGE = ("source_namespace", "source_workload", "target_namespace", "target_workl
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 

@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .adapters import MEASURES, EdgeLabels
 
@@ -118,7 +119,7 @@ def edge_of(labels: Mapping[str, str], names: EdgeLabels, *, default_namespace: 
     return Edge(src_ns, src, dst_ns, dst)
 
 
-def parse_window_matrices(matrices: Mapping[str, Sequence[Mapping]], names: EdgeLabels, *,
+def parse_window_matrices(matrices: Mapping[str, Sequence[Mapping[str, Any]]], names: EdgeLabels, *,
                           default_namespace: str, max_edges: int,
                           ends: Sequence[int] | None = None) -> tuple[dict[int, dict[Edge, Rates]], Rejections]:
     """Per window end, the clean rates of every edge in ``matrices`` (measure -> Prometheus matrix)."""

@@ -167,7 +167,7 @@ def store_edges(*, ts: datetime, source: str, edges: Mapping[Edge, Rates]) -> in
     if not edges:
         return 0
     items = sorted(edges.items())
-    params = {
+    params: dict[str, Any] = {
         "ts": ts, "source": source,
         "sn": [e.source_namespace for e, _ in items], "sw": [e.source for e, _ in items],
         "tn": [e.target_namespace for e, _ in items], "tw": [e.target for e, _ in items],
@@ -481,6 +481,7 @@ def refresh_observed(*, states: Mapping[Edge, EdgeState] | None = None,
         (st for st in states.values() if st.edge.source_namespace not in off), known)
         if mode_for(namespace=a.namespace, application=a.name, modes=modes) != Mode.OFF]
     declared_rows: dict[str, list[AppGroup]] = {}
+    row: AppGroup | ObservedAppGroup  # declared AppGroups first, then the observed ones
     for row in appgroup_selectors.appgroups_with_graph().filter(namespace__in={a.namespace for a in apps}):
         declared_rows.setdefault(row.namespace, []).append(row)
     hot = learning_params().hot_requests
@@ -505,7 +506,7 @@ def refresh_observed(*, states: Mapping[Edge, EdgeState] | None = None,
         # One pipelined upsert per application (Django's bulk_create sends JSON as text[] arrays, whose
         # escaping costs seconds for 50 documents of 100 edges), then the ones gone are dropped.
         cursor.executemany(_OBSERVED_UPSERT, [
-            (r.namespace, r.name, Jsonb(r.document), Jsonb(r.edges), r.declared, Jsonb(r.diff), r.hot_missing, r.mode,
+            (r.namespace, r.name, Jsonb(r.document), Jsonb(r.edges), r.declared, Jsonb(r.diff), r.hot_missing, r.mode,  # type: ignore[misc]  # psycopg adapts Jsonb
              r.learned_at) for r in rows])
         keys = {(r.namespace, r.name) for r in rows}
         stale = [pk for pk, ns, name in ObservedAppGroup.objects.values_list("pk", "namespace", "name")

@@ -7,7 +7,7 @@ Every 400 leaves through netaware_core.api_errors' handler: {"detail", "errors":
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from django.db import transaction
@@ -26,6 +26,9 @@ from ..filtersets import AppGroupFilterSet, PlacementFilterSet
 from ..models import AppGroup, Placement
 from .serializers import AppGroupSerializer, PlacementSerializer, TopologyOrderSerializer
 
+if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
 
 def plain_data(data: Any) -> Any:
     """``data`` with DRF's ErrorDetail/ReturnDict (str/dict subclasses) as plain types SafeDumper accepts."""
@@ -43,7 +46,7 @@ class YAMLRenderer(renderers.BaseRenderer):
     format = "yaml"
     charset = "utf-8"
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):  # type: ignore[no-untyped-def]
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Mapping[str, Any] | None = None) -> bytes:
         if data is None:
             return b""
         return yaml.safe_dump(
@@ -54,7 +57,7 @@ class YAMLRenderer(renderers.BaseRenderer):
 class ExportNegotiation(DefaultContentNegotiation):
     """``?format=`` picks YAML or JSON; anything else is a 400, not DRF's default 404."""
 
-    def select_renderer(self, request, renderers, format_suffix=None):  # type: ignore[no-untyped-def]
+    def select_renderer(self, request: Request, renderers: Any, format_suffix: str | None = None) -> Any:
         fmt = format_suffix or request.query_params.get("format")
         if fmt and fmt not in ("yaml", "json"):
             raise exceptions.ValidationError({"format": [f"{fmt!r} is not one of yaml, json"]})
@@ -71,7 +74,7 @@ class AppGroupViewSet(viewsets.ModelViewSet):
     filterset_class = AppGroupFilterSet
     http_method_names = ["get", "post", "put", "delete", "head", "options"]
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self) -> QuerySet[AppGroup]:
         return selectors.appgroups_with_graph()
 
     def perform_destroy(self, instance: AppGroup) -> None:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -33,6 +33,9 @@ from ..forms import AppGroupYAMLForm, document_yaml
 from ..overlaps import overlapping_appgroups
 from .common import data_response, error_response
 
+if TYPE_CHECKING:
+    from apps.appgroups.graph import AppGroupSpec
+
 TEMPLATE_APPGROUP = Path("scenarios") / "online-boutique-appgroup.yaml"
 ADD, CHANGE, DELETE = "appgroups.add_appgroup", "appgroups.change_appgroup", "appgroups.delete_appgroup"
 MAX_PREVIEW_PODS = 20
@@ -46,7 +49,7 @@ def _appgroup(pk: int) -> AppGroup:
 
 
 @require_GET
-def appgroup_list(request):  # type: ignore[no-untyped-def]
+def appgroup_list(request: HttpRequest) -> HttpResponse:
     groups = list(
         AppGroup.objects.annotate(
             n_workloads=Count("workloads", distinct=True),
@@ -56,7 +59,7 @@ def appgroup_list(request):  # type: ignore[no-untyped-def]
     )
     flags = overlapping_appgroups()
     for g in groups:
-        g.overlaps = flags.get(f"{g.namespace}/{g.name}", [])
+        g.overlaps = flags.get(f"{g.namespace}/{g.name}", [])  # type: ignore[attr-defined]  # for the template
     zone_of = dict(Node.objects.values_list("name", "zone"))
     per_group: dict[int, dict[str, int]] = {}
     zones: set[str] = set()
@@ -66,7 +69,7 @@ def appgroup_list(request):  # type: ignore[no-untyped-def]
         counts = per_group.setdefault(group_id, {})
         counts[zone] = counts.get(zone, 0) + 1
     zone_list = sorted(zones)
-    overview = [
+    overview: list[dict[str, Any]] = [
         {"group": g, "counts": [per_group.get(g.pk, {}).get(z, 0) for z in zone_list]}
         for g in groups if g.pk in per_group
     ]
@@ -77,10 +80,10 @@ def appgroup_list(request):  # type: ignore[no-untyped-def]
 
 
 @require_GET
-def appgroup_history(request, pk: int):  # type: ignore[no-untyped-def]
+def appgroup_history(request: HttpRequest, pk: int) -> HttpResponse:
     """Who changed the AppGroup, when, and how: each saved version's document against the one before."""
     appgroup = get_object_or_404(AppGroup, pk=pk)
-    records = list(appgroup.history.select_related("history_user").order_by("history_id"))  # type: ignore[attr-defined]
+    records = list(appgroup.history.select_related("history_user").order_by("history_id"))
     entries = []
     previous: dict[str, Any] | None = None
     for record in records:
@@ -97,7 +100,7 @@ def appgroup_history(request, pk: int):  # type: ignore[no-untyped-def]
 
 
 @require_GET
-def appgroup_detail(request, pk: int):  # type: ignore[no-untyped-def]
+def appgroup_detail(request: HttpRequest, pk: int) -> HttpResponse:
     appgroup = _appgroup(pk)
     spec = selectors.appgroup_spec(appgroup=appgroup)
     order = documents.topology_order(spec)
@@ -130,7 +133,7 @@ def appgroup_detail(request, pk: int):  # type: ignore[no-untyped-def]
 # --- structured editor --------------------------------------------------------------------------
 
 
-def _editor(request, appgroup: AppGroup | None):  # type: ignore[no-untyped-def]
+def _editor(request: HttpRequest, appgroup: AppGroup | None) -> HttpResponse:
     if appgroup is not None:
         document = services.export_document(appgroup=appgroup, flavor="netaware")
     else:
@@ -148,17 +151,17 @@ def _editor(request, appgroup: AppGroup | None):  # type: ignore[no-untyped-def]
 
 @require_GET
 @page_permission(ADD, what="Creating an AppGroup")
-def appgroup_new(request):  # type: ignore[no-untyped-def]
+def appgroup_new(request: HttpRequest) -> HttpResponse:
     return _editor(request, None)
 
 
 @require_GET
 @page_permission(CHANGE, what="Editing an AppGroup")
-def appgroup_edit(request, pk: int):  # type: ignore[no-untyped-def]
+def appgroup_edit(request: HttpRequest, pk: int) -> HttpResponse:
     return _editor(request, _appgroup(pk))
 
 
-def _document(request) -> tuple[dict[str, Any] | None, str]:  # type: ignore[no-untyped-def]
+def _document(request: HttpRequest) -> tuple[dict[str, Any] | None, str]:
     try:
         body = orjson.loads(request.body or b"{}")
     except orjson.JSONDecodeError as exc:
@@ -169,7 +172,7 @@ def _document(request) -> tuple[dict[str, Any] | None, str]:  # type: ignore[no-
     return document, ""
 
 
-def _preview(spec) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def _preview(spec: AppGroupSpec) -> dict[str, Any]:
     order = documents.topology_order(spec)
     return {"order": list(order.order), "cyclic": bool(getattr(order, "cyclic", False)),
             "cycle": list(getattr(order, "cycle_nodes", ()) or ()), "algorithm": order.algorithm,
@@ -178,7 +181,7 @@ def _preview(spec) -> dict[str, Any]:  # type: ignore[no-untyped-def]
 
 @require_POST
 @page_permission(ADD, CHANGE, what="Validating an AppGroup")
-def appgroup_validate(request):  # type: ignore[no-untyped-def]
+def appgroup_validate(request: HttpRequest) -> HttpResponse:
     """Dry run of a save: errors by field path, and the graph preview and order when valid."""
     document, problem = _document(request)
     if document is None:
@@ -196,7 +199,7 @@ def appgroup_validate(request):  # type: ignore[no-untyped-def]
     return data_response(request, None, {"valid": True, "errors": {}, "preview": _preview(spec)})
 
 
-def _target(request) -> AppGroup | None:  # type: ignore[no-untyped-def]
+def _target(request: HttpRequest) -> AppGroup | None:
     pk = request.GET.get("pk")
     if not pk:
         return None
@@ -206,12 +209,12 @@ def _target(request) -> AppGroup | None:  # type: ignore[no-untyped-def]
 
 
 @require_POST
-def appgroup_save(request):  # type: ignore[no-untyped-def]
+def appgroup_save(request: HttpRequest) -> HttpResponse:
     appgroup = _target(request)
     return _save(request, appgroup)
 
 
-def _save(request, appgroup: AppGroup | None):  # type: ignore[no-untyped-def]
+def _save(request: HttpRequest, appgroup: AppGroup | None) -> HttpResponse:
     from django.core.exceptions import PermissionDenied
 
     needed = [CHANGE] if appgroup is not None else [ADD]
@@ -233,7 +236,7 @@ def _save(request, appgroup: AppGroup | None):  # type: ignore[no-untyped-def]
 
 @require_POST
 @page_permission(ADD, CHANGE, what="Previewing selectors")
-def label_selector_preview(request):  # type: ignore[no-untyped-def]
+def label_selector_preview(request: HttpRequest) -> HttpResponse:
     """Pods of the cluster watcher's cache that a selector matches now (namespace given)."""
 
     try:
@@ -254,7 +257,7 @@ def label_selector_preview(request):  # type: ignore[no-untyped-def]
 # --- YAML, delete ------------------------------------------------------------------------------
 
 
-def _save_yaml(request, appgroup: AppGroup | None, *, done: str):  # type: ignore[no-untyped-def]
+def _save_yaml(request: HttpRequest, appgroup: AppGroup | None, *, done: str) -> HttpResponse:
     """POST of the YAML page: save and go to the AppGroup, or show the document's errors with a 400."""
     form = AppGroupYAMLForm(request.POST, appgroup=appgroup)
     if form.is_valid():
@@ -267,7 +270,7 @@ def _save_yaml(request, appgroup: AppGroup | None, *, done: str):  # type: ignor
 
 @require_http_methods(["GET", "POST"])
 @page_permission(CHANGE, what="Editing an AppGroup")
-def appgroup_yaml(request, pk: int):  # type: ignore[no-untyped-def]
+def appgroup_yaml(request: HttpRequest, pk: int) -> HttpResponse:
     appgroup = _appgroup(pk)
     if request.method == "POST":
         return _save_yaml(request, appgroup, done="Saved {} from YAML.")
@@ -278,7 +281,7 @@ def appgroup_yaml(request, pk: int):  # type: ignore[no-untyped-def]
 
 @require_http_methods(["GET", "POST"])
 @page_permission(ADD, what="Importing an AppGroup")
-def appgroup_import(request):  # type: ignore[no-untyped-def]
+def appgroup_import(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         return _save_yaml(request, None, done="Created {}.")
     path = Path(settings.BASE_DIR) / TEMPLATE_APPGROUP
@@ -290,7 +293,7 @@ def appgroup_import(request):  # type: ignore[no-untyped-def]
 
 @require_http_methods(["GET", "POST"])
 @page_permission(DELETE, what="Deleting an AppGroup")
-def appgroup_delete(request, pk: int):  # type: ignore[no-untyped-def]
+def appgroup_delete(request: HttpRequest, pk: int) -> HttpResponse:
     appgroup = get_object_or_404(AppGroup.objects.annotate(
         n_workloads=Count("workloads", distinct=True), n_placements=Count("placements", distinct=True)), pk=pk)
     if request.method == "POST":

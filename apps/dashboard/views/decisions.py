@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -18,7 +19,7 @@ from ..overlaps import claims_for_labels
 
 
 @require_GET
-def decisions_page(request):  # type: ignore[no-untyped-def]
+def decisions_page(request: HttpRequest) -> HttpResponse:
     groups = [f"{ns}/{name}" for ns, name in AppGroup.objects.order_by("namespace", "name").values_list("namespace", "name")]
     return render(request, "dashboard/decisions.html", {"verbs": Verb.values, "appgroups": groups})
 
@@ -29,7 +30,7 @@ def _said(values: list[str]) -> list[str]:
 
 @require_GET
 @page_permission(DIAGNOSE, what="Diagnosing a pod (it may be read from the Kubernetes API)")
-def diagnose_page(request):  # type: ignore[no-untyped-def]
+def diagnose_page(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"query": {k: request.GET.get(k, "") for k in ("pod", "labels", "profile")}}
     status = 200
     if any(context["query"].values()):

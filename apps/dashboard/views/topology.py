@@ -3,6 +3,7 @@ history. Pages are shells; their data comes from the JSON endpoints below, polle
 
 from __future__ import annotations
 
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -13,7 +14,7 @@ from .common import data_response, error_response
 
 
 @require_GET
-def topology_page(request):  # type: ignore[no-untyped-def]
+def topology_page(request: HttpRequest) -> HttpResponse:
     # The view's state lives in the query string (metric, zoom, worst-pairs sort): a reload or a
     # shared link shows the same; the metric is read here so the early data fetch asks for it.
     metric = request.GET.get("metric")
@@ -31,7 +32,7 @@ def _default_metric() -> str:
 
 
 @require_GET
-def heatmap_data(request):  # type: ignore[no-untyped-def]
+def heatmap_data(request: HttpRequest) -> HttpResponse:
     metric = request.GET.get("metric") or _default_metric()
     try:
         etag, data = selectors.heatmap(metric=metric)
@@ -46,7 +47,7 @@ def heatmap_data(request):  # type: ignore[no-untyped-def]
 
 
 @require_GET
-def worst_pairs_data(request):  # type: ignore[no-untyped-def]
+def worst_pairs_data(request: HttpRequest) -> HttpResponse:
     """The worst node pairs by one metric (``sort``), top ``limit``; ``order=best`` ranks the best first."""
     raw_limit = request.GET.get("limit") or "20"
     if not raw_limit.isdigit():
@@ -66,7 +67,7 @@ def worst_pairs_data(request):  # type: ignore[no-untyped-def]
 
 
 @require_GET
-def zones_data(request):  # type: ignore[no-untyped-def]
+def zones_data(request: HttpRequest) -> HttpResponse:
     etag, data = selectors.zone_summary()
     if data is None:
         return error_response("No NetworkTopology yet.", status=404)
@@ -74,7 +75,7 @@ def zones_data(request):  # type: ignore[no-untyped-def]
 
 
 @require_GET
-def link_page(request, source: str, target: str):  # type: ignore[no-untyped-def]
+def link_page(request: HttpRequest, source: str, target: str) -> HttpResponse:
     return render(request, "dashboard/link.html", {
         "source": source, "target": target, "ranges": list(selectors.LINK_RANGES),
         "range": request.GET.get("range") if request.GET.get("range") in selectors.LINK_RANGES else "6h",
@@ -84,7 +85,7 @@ def link_page(request, source: str, target: str):  # type: ignore[no-untyped-def
 
 
 @require_GET
-def link_data(request, source: str, target: str):  # type: ignore[no-untyped-def]
+def link_data(request: HttpRequest, source: str, target: str) -> HttpResponse:
     try:
         span = selectors.parse_range(value=request.GET.get("range"), since=request.GET.get("from"),
                                      until=request.GET.get("to"))

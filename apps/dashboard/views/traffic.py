@@ -4,7 +4,7 @@ declared AppGroup's diff, and the adopt action (apps.traffic; docs/traffic.md)."
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -18,7 +18,7 @@ from ..forms import document_yaml
 
 
 @require_GET
-def traffic_list(request):  # type: ignore[no-untyped-def]
+def traffic_list(request: HttpRequest) -> HttpResponse:
     rows = ObservedAppGroup.objects.order_by("namespace", "name")
     return render(request, "dashboard/traffic.html", {
         "rows": [{"row": r, "edges": len(r.edges or []),
@@ -34,7 +34,7 @@ def _observed(namespace: str, name: str) -> ObservedAppGroup:
 
 
 @require_GET
-def traffic_detail(request, namespace: str, name: str):  # type: ignore[no-untyped-def]
+def traffic_detail(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     row = _observed(namespace, name)
     edges = sorted(row.edges or [], key=lambda e: -e["requests"])
     busiest = max((e["requests"] for e in edges), default=0.0) or 1.0
@@ -49,7 +49,7 @@ def traffic_detail(request, namespace: str, name: str):  # type: ignore[no-untyp
 
 @require_POST
 @page_permission(*ADOPT_PERMISSIONS, what="Adopting an observed AppGroup")
-def traffic_adopt(request, namespace: str, name: str):  # type: ignore[no-untyped-def]
+def traffic_adopt(request: HttpRequest, namespace: str, name: str) -> HttpResponse:
     row = _observed(namespace, name)
     try:
         appgroup = services.adopt(observed=row)

@@ -8,7 +8,8 @@ from typing import Any
 from rest_framework import serializers
 
 from ..models import Decision, SchedulerProfile
-from ..profiles import profile_error
+from ..profiles import document_of, is_document, profile_error, stored_fields
+from ..scoring import engine
 from ..services import decision_breakdown_by_node
 
 
@@ -25,17 +26,37 @@ class ProfileJSONField(serializers.JSONField):
 
 
 class SchedulerProfileSerializer(serializers.ModelSerializer):
+    """A profile as the model's fields (a ``netaware.io/v1alpha1`` document's), or, when the body names an
+    ``apiVersion``, as a profile document of that version (``netaware.io/v1``: ``plugins.score`` /
+    ``plugins.filter``) beside ``description`` and ``is_default``; errors name the document's fields.
+    Answers carry both: the fields and ``document``, the profile in the current version."""
+
     scorers = ProfileJSONField(required=False)
     filters = ProfileJSONField(required=False)
     params = ProfileJSONField(required=False)
+    document = serializers.SerializerMethodField()
 
     class Meta:
         model = SchedulerProfile
-        fields = ["id", "name", "description", "is_default", "scorers", "filters", "params", "created", "updated"]
+        fields = ["id", "name", "description", "is_default", "scorers", "filters", "params", "document", "created",
+                  "updated"]
         read_only_fields = ["id", "created", "updated"]
         # Making a profile the default unsets the previous one (services.save_profile), so the
         # conditional unique constraint must not turn that into a 400 here.
-        extra_kwargs = {"is_default": {"validators": []}}
+        extra_kwargs: dict[str, dict[str, Any]] = {"is_default": {"validators": []}}
+
+    def get_document(self, obj: SchedulerProfile) -> dict[str, Any] | None:
+        return document_of(obj)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if is_document(data):
+            extras = {key: data[key] for key in ("description", "is_default") if key in data}
+            try:
+                fields = stored_fields({k: v for k, v in data.items() if k not in extras})
+            except engine.ProfileError as exc:
+                raise serializers.ValidationError(exc.errors) from exc
+            data = {**extras, **fields}
+        return super().to_internal_value(data)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         instance = self.instance

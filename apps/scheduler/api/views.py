@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from netaware_core.fielderrors import error_body
@@ -24,11 +27,11 @@ class SchedulerProfileViewSet(viewsets.ModelViewSet):
     serializer_class = SchedulerProfileSerializer
     lookup_field = "name"
 
-    def perform_create(self, serializer: SchedulerProfileSerializer) -> None:
+    def perform_create(self, serializer: BaseSerializer[SchedulerProfile]) -> None:
         serializer.instance = services.save_profile(profile=SchedulerProfile(**serializer.validated_data))
 
-    def perform_update(self, serializer: SchedulerProfileSerializer) -> None:
-        profile = serializer.instance
+    def perform_update(self, serializer: BaseSerializer[SchedulerProfile]) -> None:
+        profile = cast(SchedulerProfile, serializer.instance)  # an update has its instance
         for key, value in serializer.validated_data.items():
             setattr(profile, key, value)
         serializer.instance = services.save_profile(profile=profile)
@@ -48,7 +51,7 @@ class DecisionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             qs = qs.defer("breakdown")
         return qs
 
-    def get_serializer_class(self):  # type: ignore[no-untyped-def]
+    def get_serializer_class(self) -> type[DecisionSerializer]:
         return DecisionDetailSerializer if self.action == "retrieve" else DecisionSerializer
 
 

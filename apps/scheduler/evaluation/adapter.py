@@ -120,16 +120,51 @@ class ExtenderAnswer:
     scores: Mapping[str, int]  # 0..MaxExtenderPriority, what prioritize answers
 
 
-def engine_profile_names() -> tuple[str, ...]:
-    return tuple(engine.BUILTIN_PROFILES)
+def engine_profile_names(available: Mapping[str, engine.Profile] | None = None) -> tuple[str, ...]:
+    return tuple(available or engine.BUILTIN_PROFILES)
 
 
-def engine_profile(name: str) -> engine.Profile:
-    """The engine's built-in profile of that name (what the extender runs for a pod selecting it)."""
-    if name not in engine.BUILTIN_PROFILES:
-        known = ", ".join(sorted(engine.BUILTIN_PROFILES))
+def engine_profile(name: str, available: Mapping[str, engine.Profile] | None = None) -> engine.Profile:
+    """The extender profile of that name (what the extender runs for a pod selecting it): one of
+    ``available`` (built-ins and a profile file's, see ``load_profiles``), else of the built-ins."""
+    profiles = available or engine.BUILTIN_PROFILES
+    if name not in profiles:
+        known = ", ".join(sorted(profiles))
         raise EvaluationInputError(f"unknown extender profile {name!r} (the engine has: {known})")
-    return engine.BUILTIN_PROFILES[name]
+    return profiles[name]
+
+
+def load_profiles(path: str | Path) -> dict[str, engine.Profile]:
+    """The built-in extender profiles and those of a profile file: YAML or JSON holding one profile
+    document, a list of them, or ``{"profiles": [...]}`` (any ``apiVersion`` the engine reads; a file
+    profile may replace a built-in of the same name). Errors name the file and the field
+    (``profiles[0].plugins.score[1].args.cpu_weight``)."""
+    file = Path(path)
+    if not file.is_file():
+        raise EvaluationInputError(f"profile file {str(path)!r} does not exist (or is not a file)")
+    try:
+        data = load_yaml(file.read_text())
+    except yaml.YAMLError as exc:
+        raise EvaluationInputError(f"profile file {str(path)!r} is not valid YAML: {exc}") from exc
+    if isinstance(data, Mapping) and "profiles" in data:
+        data = data["profiles"]
+    documents_ = [data] if isinstance(data, Mapping) else data
+    if not isinstance(documents_, list) or not documents_:
+        raise EvaluationInputError(f"profile file {str(path)!r}: profiles: must be a non-empty list of profile "
+                                   "documents")
+    profiles = dict(engine.BUILTIN_PROFILES)
+    read: set[str] = set()
+    for i, document in enumerate(documents_):
+        try:
+            profile = engine.parse_profile(document, prefix=f"profiles[{i}].")
+        except engine.ProfileError as exc:
+            raise EvaluationInputError(f"profile file {str(path)!r}: {exc}") from exc
+        if profile.name in read:
+            raise EvaluationInputError(f"profile file {str(path)!r}: profiles[{i}].name: {profile.name!r} is "
+                                       "named twice")
+        read.add(profile.name)
+        profiles[profile.name] = profile
+    return profiles
 
 
 def extender_answer(state: ClusterState, pod: PodInfo, candidates: Sequence[str],

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from .adapter import (
     EvaluationInputError,
     cluster_nodes,
     load_appgroups,
+    load_profiles,
     nominal_usage,
     topology_for_scenario,
 )
@@ -105,7 +106,7 @@ class EvaluationReport:
                 "/".join(key): list(nodes) for key, nodes in self.optimum.placements.items()
             }
             out["optimum"]["reference"] = self.optimum.reference
-        return _clean(out)
+        return cast("dict[str, Any]", _clean(out))
 
 
 def _clean(value: Any) -> Any:
@@ -174,13 +175,14 @@ def evaluate(
     first_seed: int = 0,
     with_optimum: bool = True,
     latency_model: LatencyModel | None = None,
+    extender_profiles: Mapping[str, Any] | None = None,
 ) -> EvaluationReport:
     if seeds < 1:
         raise EvaluationInputError(f"seeds must be >= 1, got {seeds}")
     if not profiles:
         raise EvaluationInputError("profiles: name at least one profile")
     started = time.perf_counter()
-    parsed: list[EvalProfile] = [parse_profile(name) for name in profiles]
+    parsed: list[EvalProfile] = [parse_profile(name, extender_profiles) for name in profiles]
     names = [p.name for p in parsed]
     if len(set(names)) != len(names):
         raise EvaluationInputError(f"profiles: {names} names a profile twice")
@@ -258,11 +260,14 @@ def run_evaluation(
     seeds: int = 50,
     first_seed: int = 0,
     with_optimum: bool = True,
+    profile_file: str | Path | None = None,
 ) -> EvaluationReport:
-    """The whole evaluation from files (what ``manage.py evaluate`` and the dashboard call)."""
+    """The whole evaluation from files (what ``manage.py evaluate`` and the dashboard call);
+    ``profile_file``: extender profile documents beside the built-ins (``adapter.load_profiles``)."""
     scenario, groups = load_inputs(scenario_path, appgroup_path)
+    extender_profiles = load_profiles(profile_file) if profile_file is not None else None
     return evaluate(scenario, groups, profiles=profiles, seeds=seeds, first_seed=first_seed,
-                    with_optimum=with_optimum)
+                    with_optimum=with_optimum, extender_profiles=extender_profiles)
 
 
 # --------------------------------------------------------------------------- presentation
@@ -336,7 +341,7 @@ def report_figure(report: EvaluationReport) -> dict[str, Any]:
     fig.update_layout(barmode="group", title=f"{report.scenario}: {report.seeds} arrival orders",
                       yaxis={"range": [0, 105]})
     figure: dict[str, Any] = fig.to_plotly_json()
-    return _plain(figure)
+    return cast("dict[str, Any]", _plain(figure))
 
 
 def _plain(value: Any) -> Any:

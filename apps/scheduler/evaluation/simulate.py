@@ -13,7 +13,7 @@ import math
 import re
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,8 @@ class EvalProfile:
     default_plugins: bool
     extender_profile: str | None = None
     extender_weight: int = 0
+    # the extender profile itself (a built-in, or read from a profile file)
+    extender: Any = field(default=None, compare=False, repr=False)
 
     @property
     def description(self) -> str:
@@ -58,31 +60,30 @@ _COMBINED_RE = re.compile(r"^(?P<profile>[a-z0-9][-a-z0-9_]*?)\+default(?:-(?P<w
 PAPER_PROFILES = ("default", "network", "hybrid-1", "hybrid-5", "load-aware")
 
 
-def parse_profile(name: str) -> EvalProfile:
+def parse_profile(name: str, available: Mapping[str, Any] | None = None) -> EvalProfile:
     """``default``; ``network`` (alias ``network-only``); ``hybrid-<w>`` (default plugins + the
     network extender at weight w; ``hybrid-<w>-noplan`` without placement plans); ``<engine profile>`` (that extender profile alone, weight 1);
-    ``<engine profile>+default[-<w>]`` (beside the default plugins)."""
+    ``<engine profile>+default[-<w>]`` (beside the default plugins). Engine profiles are the built-ins,
+    or ``available`` (``adapter.load_profiles``: the built-ins and a profile file's)."""
     text = name.strip()
     if text in ("default", "default-like"):
         return EvalProfile(text, True)
     if text in ("network", "network-only"):
-        engine_profile("network")
-        return EvalProfile(text, False, "network", 1)
+        return EvalProfile(text, False, "network", 1, engine_profile("network", available))
     match = _HYBRID_RE.match(text)
     if match:
         weight = int(match.group(1))
         if weight < 1:
             raise EvaluationInputError(f"profile {name!r}: the extender weight must be >= 1")
         extender = "network-noplan" if match.group("noplan") else "network"
-        engine_profile(extender)
-        return EvalProfile(text, True, extender, weight)
+        return EvalProfile(text, True, extender, weight, engine_profile(extender, available))
     match = _COMBINED_RE.match(text)
     if match:
-        engine_profile(match.group("profile"))
-        return EvalProfile(text, True, match.group("profile"), int(match.group("weight") or 1))
-    if text in engine_profile_names():
-        return EvalProfile(text, False, text, 1)
-    known = ", ".join(["default", "network", "hybrid-<w>", *engine_profile_names()])
+        return EvalProfile(text, True, match.group("profile"), int(match.group("weight") or 1),
+                           engine_profile(match.group("profile"), available))
+    if text in engine_profile_names(available):
+        return EvalProfile(text, False, text, 1, engine_profile(text, available))
+    known = ", ".join(["default", "network", "hybrid-<w>", *engine_profile_names(available)])
     raise EvaluationInputError(f"unknown profile {name!r} (known: {known})")
 
 
@@ -190,7 +191,7 @@ def choose_node(state: ClusterState, sim: SimPod, profile: EvalProfile, engine_p
 def simulate(initial: ClusterState, pods: Sequence[SimPod], profile: EvalProfile, seed: int) -> RunResult:
     order = arrival_order(len(pods), seed)
     rng = np.random.default_rng([seed, zlib.crc32(profile.name.encode())])
-    engine_profiles = {profile.extender_profile: engine_profile(profile.extender_profile)} \
+    engine_profiles = {profile.extender_profile: profile.extender or engine_profile(profile.extender_profile)} \
         if profile.extender_profile else {}
     # One scheduler's plans, kept across its pods; CPU-time budget only, so results do not depend on load.
     state = evolve(initial, plan_book=PlanBook(wall_slack=math.inf))

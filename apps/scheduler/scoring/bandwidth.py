@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -95,7 +96,7 @@ def bandwidth_risk(state: ClusterState, pod: PodInfo, candidates: Sequence[str],
     if sensitivity > 0:  # the profile validation rejects sensitivity <= 0
         sigma = np.power(sigma, 1.0 / sensitivity)
     sigma = np.clip(sigma * margin, 0.0, 1.0)
-    return (mu + sigma) / 2
+    return cast(np.ndarray, (mu + sigma) / 2)
 
 
 def bandwidth_risk_failures(state: ClusterState, pod: PodInfo, candidates: Sequence[str], *,

@@ -30,7 +30,7 @@ from apps.topology.topomath import EXTREMA_FIELDS, Topology, metric_extrema
 if TYPE_CHECKING:
     from .state import NodeResources, NodeUsage
 
-# Bounds of a topology's vector caches. Vectors (one per target node) are reused by every pod placed
+# Bounds of the vectors a topology keeps. Vectors (one per target node) are reused by every pod placed
 # near that node; stacks (one per set of targets) mostly by filter/prioritize of one pod, as every
 # bind changes the set: keep few of them.
 _VECTOR_BYTES = 64 * 2**20

@@ -53,16 +53,6 @@ def _weighted_level(values: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / den, np.nan)
 
 
-def water_level(usage: NodeUsage | None, resource: str) -> float | None:
-    """A node's water level: the window-weighted mean of the windows it has (fraction)."""
-    u = _usable(usage)
-    if u is None:
-        return None
-    values = (u.cpu_15m, u.cpu_1h, u.cpu_1d) if resource == "cpu" else (u.mem_15m, u.mem_1h, u.mem_1d)
-    level = float(_weighted_level(np.array([[_f(v)] for v in values]))[0])
-    return None if np.isnan(level) else level
-
-
 def cluster_target(state: ClusterState, resource: str, *, average_weight: float = DEFAULT_AVERAGE_WEIGHT
                    ) -> float | None:
     """Dynamic cluster target (percent) over all nodes with fresh usage: per window a blend of the

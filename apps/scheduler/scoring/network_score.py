@@ -223,36 +223,6 @@ def network_scores(state: ClusterState, ref: WorkloadRef, positions: np.ndarray,
     return MAX_NODE_SCORE * (weights @ avgs) / total_weight, notes
 
 
-def naive_network_score(state: ClusterState, ref: WorkloadRef, node: str, *,
-                        same_node_score: float = DEFAULT_SAME_NODE_SCORE) -> float | None:
-    """Straightforward per-node loop of Algorithm 2 (slips fixed): the reference for tests and the
-    benchmark. None when no dependency or dependent has placed pods."""
-    topology = state.topology
-    ext = state.indexes.vectors.extrema
-    total_score = 0.0
-    total_weight = 0.0
-    w = ref.workload.weight
-    for dep in ref.workload.dependencies:
-        nodes = [n for n in placed_nodes(state, ref.group, dep.target) if n in topology.index]
-        if not nodes:
-            continue
-        inter = sum(compute_score(topology, node, t, dep.sensitivity, same_node_score=same_node_score,
-                                  extrema=ext) for t in nodes)
-        total_score += w * inter / len(nodes)
-        total_weight += w
-    for dependent, dep in ref.group.dependents_of(ref.workload.name):
-        nodes = [n for n in placed_nodes(state, ref.group, dependent.name) if n in topology.index]
-        if not nodes:
-            continue
-        inter = sum(compute_score(topology, t, node, dep.sensitivity, same_node_score=same_node_score,
-                                  extrema=ext) for t in nodes)
-        total_score += dependent.weight * inter / len(nodes)
-        total_weight += dependent.weight
-    if total_weight <= 0:
-        return None
-    return MAX_NODE_SCORE * total_score / total_weight
-
-
 def pair_scores(vectors: TopologyVectors, positions: np.ndarray, targets: np.ndarray, sensitivity: Sensitivity, *,
                 same_node_score: float = DEFAULT_SAME_NODE_SCORE) -> np.ndarray:
     """(len(positions), len(targets)) ComputeScore from each candidate to each target position,

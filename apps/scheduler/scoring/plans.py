@@ -30,7 +30,7 @@ import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy.optimize import Bounds, milp
@@ -163,7 +163,7 @@ def _zone_scores(state: ClusterState, zones: _Zones, sensitivity: Sensitivity) -
     if state.topology.size == 0 or everything.size == 0:
         return np.zeros((nz, nz))
     matrix = pair_scores(state.indexes.vectors, everything, everything, sensitivity)
-    return np.nan_to_num(_block_means(matrix, zones, diagonal=DEFAULT_SAME_NODE_SCORE), nan=0.0)
+    return cast(np.ndarray, np.nan_to_num(_block_means(matrix, zones, diagonal=DEFAULT_SAME_NODE_SCORE), nan=0.0))
 
 
 def _zone_costs(state: ClusterState, zones: _Zones) -> np.ndarray:
@@ -212,7 +212,7 @@ class _Problem:
 
     @property
     def todo(self) -> np.ndarray:
-        return np.maximum(self.replicas - self.placed.sum(axis=1), 0)
+        return cast(np.ndarray, np.maximum(self.replicas - self.placed.sum(axis=1), 0))
 
 
 def _problem(state: ClusterState, group: AppGroupSpec, objective: str,
@@ -338,7 +338,7 @@ def _solve_milp(problem: _Problem, time_limit: float) -> np.ndarray | None:
                   options={"time_limit": max(time_limit, 1e-3), "mip_rel_gap": 1e-4, "disp": False})
     if result.x is None or result.status != 0:  # only a proven optimum: a time-limited incumbent varies run to run
         return None
-    return np.rint(result.x[:n_x]).reshape(nw, nz)
+    return cast(np.ndarray, np.rint(result.x[:n_x]).reshape(nw, nz))
 
 
 # -------------------------------------------------------------------------------------- heuristic
@@ -367,7 +367,7 @@ def _gain(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
     """Objective gained per extra pod of workload w in each zone (others fixed; linear in t[w])."""
     out, inc = problem.us == w, problem.ds == w
     g = np.einsum("ezy,ey->z", problem.weighted[out], t[problem.ds[out]])
-    return g + np.einsum("ez,ezy->y", t[problem.us[inc]], problem.weighted[inc])
+    return cast(np.ndarray, g + np.einsum("ez,ezy->y", t[problem.us[inc]], problem.weighted[inc]))
 
 
 def _allowed(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
@@ -756,14 +756,14 @@ def demand_by_zone(plan: PlacementPlan, group: AppGroupSpec, placed: Mapping[str
 
 
 def placed_by_zone(state: ClusterState, group: AppGroupSpec) -> dict[str, dict[str, int]]:
-    """workload -> zone -> pods bound there (once per state: the state's memo keeps it; do not mutate)."""
+    """workload -> zone -> pods bound there (once per state: the state's score memo keeps it; do not mutate)."""
     key = ("placed-by-zone", group.namespace, group.name)
-    cached = state.memo.get(key)
+    cached = state.score_memo.get(key)
     if cached is not None and cached[0] == group:
         result: dict[str, dict[str, int]] = cached[1]
         return result
     out = _count_by_zone(state, group)
-    state.memo.put(key, (group, out), size=1)
+    state.score_memo.put(key, (group, out), size=1)
     return out
 
 

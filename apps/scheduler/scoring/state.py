@@ -13,11 +13,11 @@ from functools import cached_property
 from typing import Any
 
 from apps.appgroups.graph import AppGroupSpec
-from apps.probes.usage import NodeUsage
+from apps.probes.usage import NodeUsage as NodeUsage  # re-exported: part of the state's vocabulary
 from apps.topology.topomath import Topology
 
 from .indexes import StateIndexes, build_indexes
-from .memo import Memo
+from .score_memo import ScoreMemo
 
 
 @dataclass(frozen=True)
@@ -69,10 +69,11 @@ class ClusterState:
         return build_indexes(topology=self.topology, nodes=self.nodes, usage=self.usage)
 
     @cached_property
-    def memo(self) -> Memo:
+    def score_memo(self) -> ScoreMemo:
         """Results computed for pods against this exact state (filter's work reused by prioritize).
-        It lives and dies with the state: a new state (any change) starts empty."""
-        return Memo()
+        It lives and dies with the state: a new state (any change) starts empty. (Not a cache: it
+        can never serve anything out of date; "cache" is the extender's SchedulingCache.)"""
+        return ScoreMemo()
 
 
 def evolve(state: ClusterState, *, changed_nodes: Collection[str] | None = None, **changes: Any) -> ClusterState:

@@ -53,4 +53,4 @@ class NetworkTopologySerializer(serializers.Serializer):
 
 class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
-    errors = serializers.DictField(child=serializers.CharField(), required=False)
+    errors = serializers.DictField(child=serializers.CharField(), required=False)  # type: ignore[assignment]  # a schema field named like Serializer.errors

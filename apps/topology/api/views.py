@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from drf_spectacular.types import OpenApiTypes
@@ -21,6 +21,11 @@ from .serializers import (
     NodeSerializer,
     TopologySnapshotSerializer,
 )
+
+if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
+    from ..models import Node, TopologySnapshot
 
 
 class ORJSONRenderer(BaseRenderer):
@@ -81,7 +86,7 @@ class SnapshotListView(generics.ListAPIView):
     serializer_class = TopologySnapshotSerializer
     filterset_class = TopologySnapshotFilterSet
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[TopologySnapshot]:
         return selectors.snapshots()
 
 
@@ -105,5 +110,5 @@ class NodeListView(generics.ListAPIView):
     filterset_class = NodeFilterSet
     pagination_class = None
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Node]:
         return selectors.nodes()

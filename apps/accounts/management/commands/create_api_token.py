@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from apps.accounts.services import create_api_token
@@ -15,12 +16,12 @@ from apps.accounts.services import create_api_token
 class Command(BaseCommand):
     help = "Create an API token for USER and print it (only its digest is stored)."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--user", required=True, help="username the token acts as")
         parser.add_argument("--name", required=True, help="what the token is for (unique per user)")
         parser.add_argument("--expires-days", type=float, default=None, help="lifetime in days (default: none)")
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **options: Any) -> None:
         User = get_user_model()
         user = User.objects.filter(username=options["user"]).first()
         if user is None:

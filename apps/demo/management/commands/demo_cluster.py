@@ -10,9 +10,10 @@ from __future__ import annotations
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.demo.cluster import node_objects
 from apps.demo.kubeapi import FakeKube
@@ -22,13 +23,13 @@ from apps.probes.scenario import ScenarioError, load_scenario
 class Command(BaseCommand):
     help = "Serve the demo cluster API (the scenario's nodes; AppGroup/NetworkTopology CRDs registered)."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--scenario", default=settings.NETAWARE["SCENARIO"])
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8010)
         parser.add_argument("--ready-file", default="", help="write the URL here once listening")
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **options: Any) -> None:
         try:
             scenario = load_scenario(options["scenario"])
         except (OSError, ScenarioError) as exc:

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.appgroups import documents
 from apps.appgroups.services import import_document
@@ -34,7 +34,7 @@ from apps.traffic import services as traffic_services
 class Command(BaseCommand):
     help = "Schedule an AppGroup's pods into the demo cluster through the extender, as kube-scheduler would."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--appgroup", default=str(Path(settings.BASE_DIR) / "scenarios" / "online-boutique-appgroup.yaml"))
         parser.add_argument("--scenario", default=settings.NETAWARE["SCENARIO"],
                             help="the cluster's scenario (nodes, nominal topology) for the comparison")
@@ -58,7 +58,7 @@ class Command(BaseCommand):
                             help="first wait up to SECONDS until the extender's topology is fresh and has every "
                                  "node measured (scripts/up.sh's first demo, while the first probe windows arrive)")
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **options: Any) -> None:
         if not options["api"]:
             raise CommandError("no Kubernetes API: pass --api or set KUBE_API_URL (the demo cluster's URL)")
         try:

@@ -26,7 +26,11 @@ class Command(BaseCommand):
         parser.add_argument("--seeds", type=int, default=50, help="number of arrival orders (default 50)")
         parser.add_argument("--first-seed", type=int, default=0)
         parser.add_argument("--profiles", default=",".join(PAPER_PROFILES),
-                            help="comma-separated: default, network, hybrid-<w>, or an extender profile name")
+                            help="comma-separated: default, network, hybrid-<w>, or an extender profile name "
+                                 "(built-in or from --profile-file), optionally +default[-<w>]")
+        parser.add_argument("--profile-file",
+                            help="YAML/JSON with extender profile documents (apiVersion netaware.io/v1 or "
+                                 "v1alpha1): one, a list, or {profiles: [...]}")
         parser.add_argument("--format", choices=("table", "json"), default="table")
         parser.add_argument("--output", help="also write the JSON report to this file")
         parser.add_argument("--figure", help="write the plotly figure (HTML) to this file")
@@ -46,6 +50,7 @@ class Command(BaseCommand):
             report = run_evaluation(
                 options["scenario"], options["appgroup"], profiles=profiles, seeds=options["seeds"],
                 first_seed=options["first_seed"], with_optimum=not options["no_optimum"],
+                profile_file=options.get("profile_file"),
             )
         except EvaluationInputError as exc:
             raise CommandError(str(exc)) from exc

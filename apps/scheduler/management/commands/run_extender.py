@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 # The one WSGI app that answers the extender verbs (the web server has no route for them).
 EXTENDER_APP = "netaware_site.extender_wsgi:application"
@@ -37,7 +38,7 @@ def _file(value: str, flag: str) -> Path | None:
 class Command(BaseCommand):
     help = "Serve the kube-scheduler extender verbs (filter, prioritize, bind, preempt) from this process."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         env = os.environ.get
         parser.add_argument("--bind", default=env("NETAWARE_EXTENDER_BIND", "127.0.0.1:8001"),
                             help="HOST:PORT of the extender (env NETAWARE_EXTENDER_BIND)")
@@ -53,7 +54,7 @@ class Command(BaseCommand):
         parser.add_argument("--client-ca", default=env("NETAWARE_EXTENDER_TLS_CLIENT_CA_FILE", ""),
                             help="require client certificates signed by this CA (mutual TLS)")
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **options: Any) -> None:
         from granian import Granian
         from granian.constants import Interfaces
 
@@ -72,7 +73,7 @@ class Command(BaseCommand):
         os.environ["NETAWARE_EXTENDER_HEALTH_BIND"] = options["health_bind"]
         # The loader and writers must never hang on a stuck database (their threads, not requests).
         os.environ.setdefault("DATABASE_STATEMENT_TIMEOUT_MS", "5000")
-        tls: dict[str, object] = {}
+        tls: dict[str, Any] = {}
         if cert:
             tls = {"ssl_cert": cert, "ssl_key": key, "ssl_protocol_min": "tls1.2"}
         if client_ca:
@@ -85,5 +86,5 @@ class Command(BaseCommand):
             EXTENDER_APP,
             address=host, port=port, interface=Interfaces.WSGI, workers=1,
             blocking_threads=options["threads"], respawn_failed_workers=True, log_access=False,
-            backlog=1024, **tls,  # type: ignore[arg-type]
+            backlog=1024, **tls,
         ).serve()

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import close_old_connections, connection
 
 from apps.appgroups.services import record_placement, remove_placement
@@ -198,13 +198,13 @@ class ClusterWatcher:
 class Command(BaseCommand):
     help = "List and watch Kubernetes nodes and pods: node cache, pod cache and AppGroup placements."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--once", action="store_true", help="one list pass, then exit")
         parser.add_argument("--watch-timeout", type=int, default=300, help="seconds per watch request")
         parser.add_argument("--resync", type=float, default=600.0,
                             help="seconds between full re-lists (level-triggered reconciliation)")
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args: Any, **options: Any) -> None:
         if options["watch_timeout"] < 1:
             raise CommandError("--watch-timeout must be at least 1 second")
         stop = threading.Event()

@@ -1,8 +1,9 @@
 import json
 from pathlib import Path
+from typing import Any
 
 import yaml
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.topology import services
 from apps.topology.documents import TopologyDocumentError
@@ -12,10 +13,10 @@ from netaware_core.yamlsafe import load_yaml
 class Command(BaseCommand):
     help = "Import a user-defined NetworkTopology document (YAML or JSON) as the current topology."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="NetworkTopology document (full or just its spec); '-' reads stdin")
 
-    def handle(self, *args, file: str, **options):
+    def handle(self, *args: Any, file: str, **options: Any) -> None:
         try:
             text = Path("/dev/stdin" if file == "-" else file).read_text()
             document = json.loads(text) if file.endswith(".json") else load_yaml(text)

@@ -1,6 +1,7 @@
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.probes.scenario import ScenarioError, load_scenario
 from apps.topology import services
@@ -9,10 +10,10 @@ from apps.topology import services
 class Command(BaseCommand):
     help = "Upsert the nodes of a scenario file into the node cache."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--scenario", required=True, help="path to a scenario YAML (docs/scenarios.md)")
 
-    def handle(self, *args, scenario: str, **options):
+    def handle(self, *args: Any, scenario: str, **options: Any) -> None:
         try:
             parsed = load_scenario(Path(scenario))
         except (OSError, ScenarioError) as exc:

@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.core.management.base import BaseCommand
 
 from apps.topology import services
@@ -6,7 +8,7 @@ from apps.topology import services
 class Command(BaseCommand):
     help = "Derive the NetworkTopology from the newest samples now (what the periodic task does)."
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         snapshot = services.rebuild_topology()
         if snapshot is None:
             self.stdout.write("no nodes and no samples yet: nothing to derive")

@@ -1,8 +1,8 @@
-"""Per-state memo: what one (pod, candidate tuple) resolves to against one ClusterState.
+"""Per-state score memo: what one (pod, candidate tuple) resolves to against one ClusterState.
 
 kube-scheduler sends filter and then prioritize (on the survivors) for the same pod; the second call
-reuses the workload resolution, node positions and intermediate results of the first. A Memo belongs
-to one immutable ClusterState (``state.memo``), so nothing it serves can be out of date: any change
+reuses the workload resolution, node positions and intermediate results of the first. A ScoreMemo belongs
+to one immutable ClusterState (``state.score_memo``), so nothing it serves can be out of date: any change
 makes a new state with an empty memo.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Hashable
 from typing import Any
 
 
-class Memo:
+class ScoreMemo:
     """LRU bounded in entries and in the total number of candidate names held; thread-safe."""
 
     def __init__(self, max_entries: int = 256, max_names: int = 100_000) -> None:
