@@ -226,6 +226,11 @@ def test_every_view_live_with_the_emulated_testbed(browser, live_server, testbed
     page.select_option("select[name=w0-dep0-target]", "db")
     page.fill("input[name=w0-dep0-latency]", "0.8")
     page.fill("input[name=w0-dep0-maxcost]", "40")
+    page.fill("input[name=w0-dep0-weight]", "0")
+    page.wait_for_selector("[data-path='spec.workloads[0].dependencies[0].weight'].invalid")
+    assert "greater than 0" in page.locator(
+        "[data-path='spec.workloads[0].dependencies[0].weight'] + .field-error").inner_text()
+    page.fill("input[name=w0-dep0-weight]", "2.5")
     page.wait_for_function("() => document.getElementById('editor').dataset.valid === 'true'")
     page.wait_for_function("() => document.querySelectorAll('#order-preview li').length === 2")
     assert page.locator("#order-preview li").all_inner_texts() == ["web", "db"]
@@ -240,6 +245,7 @@ def test_every_view_live_with_the_emulated_testbed(browser, live_server, testbed
     api = page.evaluate("async () => (await (await fetch('/api/appgroups/?namespace=shop')).json())")
     created = api["results"][0] if isinstance(api, dict) else api[0]
     assert created["name"] == "two-tier" and [w["name"] for w in created["workloads"]] == ["web", "db"]
+    assert created["workloads"][0]["dependencies"][0]["weight"] == 2.5
 
     # Every other page loads cleanly.
     for path, ready, name in ((f"/appgroups/{group.pk}", "#graph .main-svg", "appgroup-detail"),

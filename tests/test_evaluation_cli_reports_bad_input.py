@@ -32,6 +32,9 @@ def _run(**options):
         ({"seeds": 0}, "--seeds must be >= 1"),
         ({"appgroup": SCENARIO}, "holds no AppGroup document"),
         ({"output": "/nonexistent/dir/report.json"}, "--output"),
+        ({"time_limit": 0}, "--time-limit must be > 0"),
+        ({"memory_limit": "lots"}, "--memory-limit"),
+        ({"memory_limit": "1Mi"}, "--memory-limit must be at least 64Mi"),
     ],
 )
 def test_bad_input_is_a_command_error_naming_it(options, message):
@@ -68,6 +71,19 @@ def test_json_output_file_and_figure(tmp_path):
 def test_table_output_lists_every_profile():
     table = _run(profiles="default,network", no_optimum=True)
     assert "| default" in table and "| network" in table and "avg score" in table
+
+
+def test_an_optimum_over_its_memory_limit_is_one_line_not_a_traceback(monkeypatch):
+    from apps.scheduler.evaluation import certified
+
+    def hungry(*_args, **_kwargs):  # the solver's stages, wanting far more than the 64Mi limit allows
+        return bytearray(1024 * 2**20)
+
+    monkeypatch.setattr(certified, "search", hungry)
+    out = _run(profiles="default", seeds=1, memory_limit="64Mi")
+    line = next(x for x in out.splitlines() if x.startswith("optimum"))
+    assert "optimum: n/a" in line and "64 MiB" in line and "raise --memory-limit" in line
+    assert "Traceback" not in out
 
 
 PROFILE_FILE = """\

@@ -274,3 +274,62 @@ def test_an_appgroup_asking_for_zone_mode_is_held_to_it_under_a_soft_profile():
     state.plan_book.plan_for(state, first)
     assert state.plan_book.peek("default", "other") is None
     assert state.plan_book.plan_for(state, hard, mode="zone").reason == "first pod of the AppGroup"
+
+
+def test_a_zone_takes_only_pods_its_nodes_can_hold():
+    """Zone A (the best links) has 2 x 1.5 CPU free, 3 CPU in total: exactly the AppGroup's 1.4 + 1.4 +
+    0.2 CPU, but no node holds 1.4 + 0.2. Counting A's total as room (before issue 20) planned all three
+    there and the plan broke on the nodes; now A gets at most what its nodes hold and every planned pod
+    has its node."""
+    group = _group(("front", 1, 1400, (DependencySpec("mid", LAT), DependencySpec("side", LAT))),
+                   ("mid", 1, 1400, ()), ("side", 1, 200, ()))
+    scenario = load_scenario({
+        "name": "tight",
+        "regions": [{"name": "r", "zones": [
+            {"name": "A", "range": {"prefix": "a", "from": 1, "to": 2, "cpu": "1500m", "memory": "4Gi"}},
+            {"name": "B", "range": {"prefix": "b", "from": 1, "to": 2, "cpu": "4", "memory": "8Gi"}},
+        ]}],
+        "links": [
+            {"between": ["A", "A"], "latency_ms": 0.2, "loss_pct": 0.0, "bandwidth_mbps": 10000},
+            {"between": ["B", "B"], "latency_ms": 0.3, "loss_pct": 0.0, "bandwidth_mbps": 5000},
+            {"between": ["A", "B"], "latency_ms": 5.0, "loss_pct": 1.0, "bandwidth_mbps": 500},
+        ],
+    })
+    state = initial_state(scenario, [group])
+    plan = compute_plan(state=state, group=group, budget_s=2.0)
+    assert sum(n for zones in plan.zones.values() for n in zones.values()) == 3 and not plan.unplaced
+    assert sum(plan.zones_for(w).get("A", 0) for w in ("front", "mid", "side")) < 3
+    assert {w: sum(nodes.values()) for w, nodes in plan.nodes.items()} == {"front": 1, "mid": 1, "side": 1}
+    _zones, nodes = _used(state, plan, group)
+    assert all(nodes.get(n, 0) <= 1500 for n in ("a1", "a2"))
+
+
+def test_the_budget_grows_with_the_model_up_to_a_cap():
+    from apps.scheduler.scoring.plans import MAX_ADAPTED_BUDGET_S, PLAN_SIZE_REFERENCE, adapted_budget
+
+    assert adapted_budget(0.05, 10, 3) == 0.05  # small models: the configured budget
+    assert adapted_budget(0.05, 107, 12) == pytest.approx(0.05 * 107 * 12 / PLAN_SIZE_REFERENCE)
+    assert adapted_budget(0.05, 5000, 50) == MAX_ADAPTED_BUDGET_S
+    assert adapted_budget(5.0, 1, 1) == 5.0  # never below what was configured
+
+
+def test_a_split_part_moves_whole_into_a_zone_that_holds_it():
+    """A chain split over zones A and B (each move of one workload alone would split it again) moves
+    whole into one zone, which scores better; a part already whole in its best zone stays."""
+    import numpy as np
+
+    from apps.scheduler.scoring.plans import _Deadline, _move_part, _problem, _value
+
+    group = _chain()
+    state = initial_state(_scenario(), [group])
+    problem = _problem(state, group, "network-score", None)
+    zone = {z: i for i, z in enumerate(problem.zones.names)}
+    split = np.zeros(problem.placed.shape)
+    split[problem.names.index("front"), zone["A"]] = 1
+    split[problem.names.index("mid"), zone["B"]] = 1
+    split[problem.names.index("back"), zone["B"]] = 1
+    moved = _move_part(problem, split, split.sum(axis=1), _Deadline(1.0))
+    assert moved is not None
+    assert (moved > 0).sum(axis=0).tolist().count(3) == 1  # all three in one zone
+    assert _value(problem, moved) > _value(problem, split)
+    assert _move_part(problem, moved, moved.sum(axis=1), _Deadline(1.0)) is None

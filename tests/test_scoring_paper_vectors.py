@@ -4,6 +4,7 @@ vectorized Score equals a straightforward per-node loop of Algorithm 2 (slips fi
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -77,10 +78,14 @@ def test_score_vector_over_dependencies_and_dependents(topology):
 
 
 def test_vectorized_score_equals_naive_loop_on_random_placements(topology):
-    group = paper_appgroup()
+    plain = paper_appgroup()
     rng = random.Random(7)
+    weighted = replace(plain, workloads=tuple(  # per-dependency weights, as learned AppGroups carry them
+        replace(w, dependencies=tuple(replace(d, weight=rng.choice((0.2, 1.0, 3.5, 40.0))) for d in w.dependencies))
+        for w in plain.workloads))
     nodes = list(topology.nodes)
-    for trial in range(20):
+    for trial in range(30):
+        group = plain if trial < 20 else weighted
         placements = {}
         for w in group.workloads:
             if rng.random() < 0.6:

@@ -158,6 +158,35 @@ def test_applications_are_components_named_after_their_entry_point():
     assert front.spec.workload("cart").weight == 1.0 and front.spec.workload("frontend").weight == 0.6  # 10 vs 6 req/s
 
 
+def test_edge_weights_are_traffic_over_the_median_edge_and_travel_in_the_document():
+    # 200 B per call: traffic = rps * (1 + 400 / 4096); the median edge (cart -> redis) weighs 1.
+    states = [state("frontend", "cart", 5), state("cart", "redis", 2), state("frontend", "ad", 1),
+              state("frontend", "stream", 0, req=0, resp=0)]
+    states[3] = learning.EdgeState(Edge(NS, "frontend", NS, "stream"), "istio", 0.0, math.nan, 0.0, 8 * 4096.0,
+                                   math.nan, math.nan, 0, 0)  # a TCP stream: 8 "calls" of 4 KiB per second
+    weights = {(e.source, e.target): w for e, w in learning.edge_weights(states).items()}
+    call = 1 + 200 / 4096
+    median = (2 * call + 5 * call) / 2  # four edges: mean of the middle two (cart->redis, frontend->cart)
+    exact = {("frontend", "cart"): 5 * call / median, ("cart", "redis"): 2 * call / median,
+             ("frontend", "ad"): call / median, ("frontend", "stream"): 8 / median}
+    assert weights == pytest.approx(exact, rel=0.05)
+    assert all(f"{w:.2g}" == f"{w:g}" for w in weights.values())  # two significant digits: noise does not show
+    assert weights[("frontend", "stream")] > weights[("frontend", "cart")] > weights[("frontend", "ad")]
+    odd = learning.edge_weights(states[:3])
+    assert sorted(odd.values()) == [0.5, 1.0, 2.5]  # the median edge exactly 1, two significant digits
+    spec = learning.applications(states[:3], {})[0].spec
+    assert spec.workload("frontend").dependencies[1].weight == 2.5  # frontend -> cart (sorted: ad, cart)
+    doc = documents.document_from_spec(spec)
+    deps = {(w["name"], d["name"]): d.get("weight") for w in doc["spec"]["workloads"] for d in w.get("dependencies", [])}
+    assert deps == {("frontend", "ad"): 0.5, ("frontend", "cart"): 2.5, ("cart", "redis"): None}  # 1 is the default
+    assert documents.spec_from_document(doc) == spec
+
+
+def test_every_edge_without_traffic_weighs_one():
+    idle = [state("a", "b", 0, req=0, resp=0), state("b", "c", 0, req=0, resp=0)]
+    assert set(learning.edge_weights(idle).values()) == {1.0}
+
+
 def test_part_of_splits_applications_that_call_each_other():
     known = {(NS, "a"): learning.WorkloadIdentity(NS, "a", {"app": "a"}, part_of="shop"),
              (NS, "b"): learning.WorkloadIdentity(NS, "b", {"app": "b"}, part_of="shop"),

@@ -141,7 +141,7 @@ def _dependency_entry(data: dict[str, Any], target: str, ours: str, theirs: str,
     paths[f"{ours}.metrics"] = f"{theirs}:"
     for field, column in (("metrics.latency", "latency"), ("metrics.bandwidth", "bandwidth"),
                           ("metrics.lossrate", "lossrate"), ("maxNetworkCost", "max_network_cost"),
-                          ("minBandwidth", "min_bandwidth")):
+                          ("minBandwidth", "min_bandwidth"), ("weight", "weight")):
         paths[f"{ours}.{field}"] = f"{theirs}:{column}"
     entry: dict[str, Any] = {"name": target,
                              "metrics": {key: data[key] for key in ("latency", "bandwidth", "lossrate")}}
@@ -149,6 +149,8 @@ def _dependency_entry(data: dict[str, Any], target: str, ours: str, theirs: str,
         entry["maxNetworkCost"] = data["max_network_cost"]
     if data.get("min_bandwidth"):
         entry["minBandwidth"] = data["min_bandwidth"]
+    if data.get("weight") is not None:
+        entry["weight"] = data["weight"]
     return entry
 
 
@@ -190,10 +192,13 @@ class WorkloadForm(_ValuesOnly):
 
 
 class DependencyForm(_ValuesOnly):
+    # Optional like the document's field: left empty, the edge weighs 1 (the paper's unweighted score).
+    weight = forms.FloatField(required=False, initial=1.0, help_text="Edge weight (> 0); empty = 1.")
+
     class Meta:
         model = Dependency
         fields = ("source", "target", "latency", "bandwidth", "lossrate", "max_network_cost", "min_bandwidth",
-                  "position")
+                  "weight", "position")
 
 
 class WorkloadInline(admin.TabularInline):
@@ -314,6 +319,7 @@ class DependencyAdmin(_ReadOnly, admin.ModelAdmin):
         "lossrate",
         "max_network_cost",
         "min_bandwidth",
+        "weight",
     )
     list_filter = ("appgroup",)
     list_select_related = ("appgroup", "source", "target")

@@ -7,7 +7,7 @@ A *document* is an AppGroup as a Kubernetes object (YAML or JSON). Two flavours 
   plus the KEP fields (topologySortingAlgorithm, controller reference, maxNetworkCost, minBandwidth)
   and optional replicas/resources hints.
 * ``diktyo``: scheduler-plugins' ``appgroup.diktyo.x-k8s.io/v1alpha1`` AppGroup. It has no selector
-  object, importance weight or sensitivities; on export those travel in the
+  object, importance weight, sensitivities or per-dependency weight; on export those travel in the
   ``netaware.io/appgroup-extras`` annotation so a diktyo export re-imports without loss. The diktyo
   ``workload.selector`` (the value of the pod label ``appgroup.diktyo.x-k8s.io.workload``) is our
   workload name.
@@ -41,7 +41,14 @@ from netaware_core import crdschema, quantity
 from netaware_core.fielderrors import FieldError
 
 from . import toposort, validators
-from .graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
+from .graph import (
+    DEFAULT_DEPENDENCY_WEIGHT,
+    AppGroupSpec,
+    DependencySpec,
+    LabelSelector,
+    Sensitivity,
+    WorkloadSpec,
+)
 
 GROUP = "netaware.io"
 VERSION = "v1alpha1"
@@ -212,6 +219,7 @@ def _dependency(dep: Mapping[str, Any]) -> DependencySpec:
         sensitivity=Sensitivity(*(float(metrics.get(key, 0.0)) for key in ("latency", "bandwidth", "lossrate"))),
         max_network_cost=float(dep["maxNetworkCost"]) if dep.get("maxNetworkCost") is not None else None,
         min_bandwidth_bps=quantity.bandwidth_bps(dep["minBandwidth"]) if dep.get("minBandwidth") is not None else None,
+        weight=float(dep["weight"]) if dep.get("weight") is not None else DEFAULT_DEPENDENCY_WEIGHT,
     )
 
 
@@ -332,6 +340,7 @@ def _diktyo_workload(
         for key in resources:
             paths[f"{base}.resources.{key}"] = f"{extra_path}.{key}"
     sensitivities = extra.get("dependencies") or {}
+    weights = extra.get("dependencyWeights") or {}
     dependencies = []
     for dep_index, dep in enumerate(item.get("dependencies") or ()):
         dep_base = f"{base}.dependencies[{dep_index}]"
@@ -344,6 +353,9 @@ def _diktyo_workload(
             paths[f"{dep_base}.metrics"] = f"{extra_path}.dependencies.{target}"
         entry = {"name": target, "metrics": metrics}
         entry.update({key: dep[key] for key in ("maxNetworkCost", "minBandwidth") if dep.get(key) is not None})
+        if isinstance(weights, Mapping) and weights.get(target) is not None:
+            entry["weight"] = weights[target]
+            paths[f"{dep_base}.weight"] = f"{extra_path}.dependencyWeights.{target}"
         dependencies.append(entry)
     if dependencies:
         workload["dependencies"] = dependencies
@@ -383,6 +395,10 @@ def _dependency_document(dependency: DependencySpec) -> dict[str, Any]:
         doc["maxNetworkCost"] = int(dependency.max_network_cost)
     if dependency.min_bandwidth_bps is not None:
         doc["minBandwidth"] = quantity.format_bytes(dependency.min_bandwidth_bps)
+    if dependency.weight != DEFAULT_DEPENDENCY_WEIGHT:
+        # The default is left out, so the canonical document (and spec_hash) of an unweighted AppGroup
+        # is what it was before weights existed.
+        doc["weight"] = dependency.weight
     return doc
 
 
@@ -463,6 +479,10 @@ def _extras_document(spec: AppGroupSpec) -> dict[str, Any]:
                 }
                 for dep in workload.dependencies
             }
+            weights = {dep.target: dep.weight for dep in workload.dependencies
+                       if dep.weight != DEFAULT_DEPENDENCY_WEIGHT}
+            if weights:
+                entry["dependencyWeights"] = weights
         workloads[workload.name] = entry
     if spec.topology_mode != "soft":
         return {"topologyMode": spec.topology_mode, "workloads": workloads}

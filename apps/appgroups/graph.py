@@ -60,12 +60,20 @@ class LabelSelector:
         return bool(self.match_labels or self.match_expressions)
 
 
+# A dependency's weight when its document gives none: every edge counts the same (the paper's score).
+DEFAULT_DEPENDENCY_WEIGHT = 1.0
+
+
 @dataclass(frozen=True)
 class DependencySpec:
     target: str
     sensitivity: Sensitivity
     max_network_cost: float | None = None
     min_bandwidth_bps: float | None = None
+    # How much this edge counts against the others (> 0; e.g. its share of the observed traffic, the
+    # median edge 1). Scorers and plans multiply the edge's network cost by it; 1 everywhere is the
+    # unweighted score, so an AppGroup without weights schedules exactly as before.
+    weight: float = DEFAULT_DEPENDENCY_WEIGHT
 
 
 @dataclass(frozen=True)

@@ -182,6 +182,9 @@ class Dependency(models.Model):
     max_network_cost = models.PositiveIntegerField(null=True, blank=True, help_text="0..10000, as in the KEP")
     min_bandwidth = models.CharField(max_length=32, blank=True, help_text="Kubernetes quantity in bit/s, e.g. 100M")
     min_bandwidth_bps = models.FloatField(null=True, blank=True, editable=False)
+    weight = models.FloatField(
+        default=1.0, help_text="How much this edge counts against the others (> 0; 1 = the paper's unweighted score)."
+    )
 
     class Meta:
         ordering = ("appgroup", "source__position", "position", "id")
@@ -211,6 +214,11 @@ class Dependency(models.Model):
                 condition=Q(max_network_cost__isnull=True) | Q(max_network_cost__lte=MAX_NETWORK_COST),
                 name="appgroups_dependency_max_network_cost_range",
                 violation_error_message=f"maxNetworkCost must be between 0 and {MAX_NETWORK_COST}.",
+            ),
+            models.CheckConstraint(
+                condition=Q(weight__gt=0),
+                name="appgroups_dependency_weight_positive",
+                violation_error_message="Dependency weight must be greater than 0.",
             ),
             models.CheckConstraint(
                 condition=Q(min_bandwidth_bps__isnull=True) | Q(min_bandwidth_bps__gte=0),

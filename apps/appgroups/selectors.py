@@ -42,6 +42,7 @@ def _spec(
                 sensitivity=Sensitivity(dep.latency, dep.bandwidth, dep.lossrate),
                 max_network_cost=float(dep.max_network_cost) if dep.max_network_cost is not None else None,
                 min_bandwidth_bps=dep.min_bandwidth_bps if dep.min_bandwidth else None,
+                weight=dep.weight,
             )
         )
     specs = []

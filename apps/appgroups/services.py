@@ -185,6 +185,7 @@ def _dependency_row(appgroup: AppGroup, source: Workload, target: Workload, dep:
         latency=dep.sensitivity.latency, bandwidth=dep.sensitivity.bandwidth, lossrate=dep.sensitivity.lossrate,
         max_network_cost=int(dep.max_network_cost) if dep.max_network_cost is not None else None,
         min_bandwidth=quantity.format_bytes(dep.min_bandwidth_bps) if dep.min_bandwidth_bps is not None else "",
+        weight=dep.weight,
     )
 
 

@@ -2,7 +2,7 @@
 
 ``apps.appgroups.documents.spec_from_document`` checks a document's structure with the CRD's
 openAPIV3Schema, then calls ``semantic_errors`` here: metadata names, label selectors (the schema's
-CEL rules and label syntax), quantities, the positive sensitivity sum, unique workload names and
+CEL rules and label syntax), quantities, the positive sensitivity sum, positive dependency weights, unique workload names and
 dependency targets that exist, are not the workload itself and are not repeated. Every entry point
 (API, admin, editors, import, cluster sync) reaches these through that one reader.
 Label syntax follows k8s.io/apimachinery/pkg/util/validation (IsQualifiedName, IsValidLabelValue).
@@ -232,6 +232,7 @@ def normalize_label_selector(value: object) -> dict[str, Any]:
 # --- the document's cross-field rules ----------------------------------------------------------
 
 POSITIVE_SUM = "latency, bandwidth and lossrate must have a positive sum"  # also the CRD's CEL message
+POSITIVE_WEIGHT = "weight must be greater than 0"  # also the CRD's CEL message
 
 
 def semantic_errors(doc: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -302,3 +303,5 @@ def _dependency_errors(
         if sum(metrics.get(key, 0) for key in ("latency", "bandwidth", "lossrate")) <= 0:
             add(f"{path}.metrics", POSITIVE_SUM)
         add(f"{path}.minBandwidth", _quantity_error(dependency.get("minBandwidth"), quantity.bandwidth_bps))
+        if dependency.get("weight") is not None and dependency["weight"] <= 0:
+            add(f"{path}.weight", POSITIVE_WEIGHT)

@@ -73,6 +73,8 @@ def graph_figure(spec: AppGroupSpec, order: Sequence[str]) -> dict[str, Any]:
                 extras.append(f"maxCost {dep.max_network_cost:g}")
             if dep.min_bandwidth_bps is not None:
                 extras.append(f"minBW {quantity.format_bytes(dep.min_bandwidth_bps)}")
+            if dep.weight != 1.0:
+                extras.append(f"edge weight {dep.weight:g}")
             label_x.append(x0 + (x1 - x0) * 0.55)
             label_y.append(y0 + (y1 - y0) * 0.55)
             label_text.append(f"{workload.name} → {dep.target}<br>{text}" + (f"<br>{', '.join(extras)}" if extras else ""))

@@ -47,6 +47,11 @@ class NodeSpec:
     # Emulated node_exporter utilisation (0..1) around which samples are drawn.
     cpu_utilization: float = 0.2
     memory_utilization: float = 0.3
+    # Pods already running there (other teams' workloads): their count and total cpu/memory requests.
+    # Kept apart from the capacity, as kube-scheduler sees them: allocatable minus requested.
+    existing_pods: int = 0
+    existing_cpu_millicores: int = 0
+    existing_memory_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -133,7 +138,28 @@ def _known(raw: Mapping[str, Any], allowed: set[str], path: str) -> None:
         raise ScenarioError(f"{path}.{unknown[0]}", f"unknown field (allowed: {', '.join(sorted(allowed))})")
 
 
-_NODE_FIELDS = {"name", "cpu", "memory", "labels", "cpu_utilization", "memory_utilization"}
+_NODE_FIELDS = {"name", "cpu", "memory", "labels", "cpu_utilization", "memory_utilization", "existing_pods"}
+
+
+def _existing_pods(raw: Any, path: str, cpu: int, memory: int) -> tuple[int, int, int]:
+    """``existing_pods: {count, cpu, memory}`` (total requests of the pods already on the node) ->
+    (count, millicores, bytes); the requests may not exceed the node's capacity."""
+    if raw is None:
+        return 0, 0, 0
+    raw = _mapping(raw, path)
+    _known(raw, {"count", "cpu", "memory"}, path)
+    count = raw.get("count", 0)
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 110:
+        raise ScenarioError(f"{path}.count", f"must be an integer 0..110 (kubelet's default max pods), got {count!r}")
+    used_cpu = parse_cpu(raw["cpu"], f"{path}.cpu") if raw.get("cpu") not in (None, 0, "0") else 0
+    used_memory = parse_memory(raw["memory"], f"{path}.memory") if raw.get("memory") not in (None, 0, "0") else 0
+    if used_cpu > cpu:
+        raise ScenarioError(f"{path}.cpu", f"requests {used_cpu}m, more than the node's {cpu}m")
+    if used_memory > memory:
+        raise ScenarioError(f"{path}.memory", f"requests {used_memory} bytes, more than the node's {memory}")
+    if (used_cpu or used_memory) and not count:
+        raise ScenarioError(f"{path}.count", "pods with requests need a count >= 1")
+    return count, used_cpu, used_memory
 
 
 def _list(value: Any, path: str) -> list[Any]:
@@ -250,17 +276,23 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
                 labels.setdefault("kubernetes.io/hostname", node_name)
                 labels.setdefault("topology.kubernetes.io/zone", zone)
                 labels.setdefault("topology.kubernetes.io/region", region)
+                cpu = parse_cpu(merged.get("cpu", "4"), f"{npath}.cpu")
+                memory = parse_memory(merged.get("memory", "8Gi"), f"{npath}.memory")
+                existing = _existing_pods(merged.get("existing_pods"), f"{npath}.existing_pods", cpu, memory)
                 nodes.append(
                     NodeSpec(
                         name=node_name,
                         zone=zone,
                         region=region,
-                        cpu_millicores=parse_cpu(merged.get("cpu", "4"), f"{npath}.cpu"),
-                        memory_bytes=parse_memory(merged.get("memory", "8Gi"), f"{npath}.memory"),
+                        cpu_millicores=cpu,
+                        memory_bytes=memory,
                         labels=labels,
                         cpu_utilization=_number(merged, "cpu_utilization", npath, low=0.0, high=1.0, default=0.2),
                         memory_utilization=_number(merged, "memory_utilization", npath, low=0.0, high=1.0,
                                                    default=0.3),
+                        existing_pods=existing[0],
+                        existing_cpu_millicores=existing[1],
+                        existing_memory_bytes=existing[2],
                     )
                 )
     if not nodes:

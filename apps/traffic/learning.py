@@ -25,6 +25,11 @@
    bandwidth ``0.9 b``, lossrate ``0.1`` (loss hurts every call a little), each rounded to 0.05 so a few
    percent of noise does not rewrite the AppGroup. A workload's weight is its share of the busiest
    workload's requests (in + out), rounded to 0.1, at least 0.1.
+5. **Edge weights** (:func:`edge_weights`). An edge's traffic is ``requests/s + bytes/s / 4 KiB`` (both
+   directions; a TCP stream without requests counts one call per 4 KiB, the chatty-call size of rule 4),
+   divided by the median traffic of the application's edges, so the median edge weighs 1 and the
+   scorers' unweighted score is the learned one's scale; rounded to two significant digits (a few percent
+   of noise does not rewrite the AppGroup, whatever the edge's size), at least 0.01.
 """
 
 from __future__ import annotations
@@ -341,14 +346,34 @@ def applications(states: Iterable[EdgeState], known: Mapping[tuple[str, str], Wo
     return apps
 
 
+def edge_traffic(state: EdgeState) -> float:
+    """Calls per second, a byte stream counted as one call per SMALL_CALL_BYTES (rule 5)."""
+    return _z(state.requests) + (_z(state.request_bytes) + _z(state.response_bytes)) / SMALL_CALL_BYTES
+
+
+def edge_weights(edges: Sequence[EdgeState]) -> dict[Edge, float]:
+    """Each edge's traffic over the median edge's (rule 5): the median edge 1, two significant digits, >= 0.01."""
+    traffic = {st.edge: edge_traffic(st) for st in edges}
+    ordered = sorted(traffic.values())
+    if not ordered:
+        return {}
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    if median <= 0:
+        return {edge: 1.0 for edge in traffic}
+    return {edge: max(0.01, float(f"{value / median:.2g}")) for edge, value in traffic.items()}
+
+
 def build_spec(*, namespace: str, name: str, workloads: Sequence[WorkloadIdentity],
                edges: Sequence[EdgeState]) -> AppGroupSpec:
     load: dict[str, float] = defaultdict(float)
     deps: dict[str, list[DependencySpec]] = defaultdict(list)
+    weights = edge_weights(edges)
     for st in edges:
         load[st.edge.source] += st.requests
         load[st.edge.target] += st.requests
-        deps[st.edge.source].append(DependencySpec(target=st.edge.target, sensitivity=sensitivity(st)))
+        deps[st.edge.source].append(DependencySpec(target=st.edge.target, sensitivity=sensitivity(st),
+                                                   weight=weights[st.edge]))
     busiest = max(load.values(), default=0.0) or 1.0
     specs = tuple(
         WorkloadSpec(name=w.name, selector=LabelSelector(match_labels=dict(w.selector)),

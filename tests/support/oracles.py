@@ -86,7 +86,8 @@ def compute_score(topology: Any, source: str, target: str, sensitivity: Any, bou
 
 
 def network_score(state: Any, ref: Any, node: str, *, same_node_score: float = SAME_NODE_SCORE) -> float | None:
-    """Algorithm 2 for one candidate node, 0..100; None when no dependency or dependent has placed pods."""
+    """Algorithm 2 for one candidate node, 0..100; None when no dependency or dependent has placed pods.
+    Each term weighs its caller's importance times the dependency's weight (1 when the AppGroup gives none)."""
     topology, group, workload = state.topology, ref.group, ref.workload
     bounds = extrema(topology)
     known = set(topology.nodes)
@@ -100,8 +101,8 @@ def network_score(state: Any, ref: Any, node: str, *, same_node_score: float = S
         if nodes:
             pair = [compute_score(topology, node, t, dep.sensitivity, bounds, same_node_score=same_node_score)
                     for t in nodes]
-            total_score += workload.weight * sum(pair) / len(nodes)
-            total_weight += workload.weight
+            total_score += workload.weight * dep.weight * sum(pair) / len(nodes)
+            total_weight += workload.weight * dep.weight
     for other in group.workloads:
         for dep in other.dependencies:
             if dep.target != workload.name:
@@ -110,8 +111,8 @@ def network_score(state: Any, ref: Any, node: str, *, same_node_score: float = S
             if nodes:
                 pair = [compute_score(topology, t, node, dep.sensitivity, bounds, same_node_score=same_node_score)
                         for t in nodes]
-                total_score += other.weight * sum(pair) / len(nodes)
-                total_weight += other.weight
+                total_score += other.weight * dep.weight * sum(pair) / len(nodes)
+                total_weight += other.weight * dep.weight
     if total_weight <= 0:
         return None
     return MAX_NODE_SCORE * total_score / total_weight

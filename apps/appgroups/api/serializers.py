@@ -34,6 +34,9 @@ class DependencySerializer(serializers.Serializer):
         help_text="Kubernetes quantity (bit/s), e.g. 100M",
     )
     min_bandwidth_bps = serializers.FloatField(read_only=True)
+    weight = serializers.FloatField(
+        required=False, default=1.0, help_text="How much this edge counts against the others (> 0; default 1)."
+    )
 
 
 class WorkloadSerializer(serializers.Serializer):
@@ -102,7 +105,8 @@ class AppGroupSerializer(serializers.ModelSerializer):
 _WORKLOAD_FIELDS = {"resources.cpu": "cpu_request", "resources.memory": "memory_request",
                     "controller.kind": "controller_kind", "controller.name": "controller_name"}
 _DEPENDENCY_FIELDS = {"name": "target", "metrics": "", "metrics.latency": "latency", "metrics.bandwidth": "bandwidth",
-                      "metrics.lossrate": "lossrate", "maxNetworkCost": "max_network_cost", "minBandwidth": "min_bandwidth"}
+                      "metrics.lossrate": "lossrate", "maxNetworkCost": "max_network_cost", "minBandwidth": "min_bandwidth",
+                      "weight": "weight"}
 
 
 def api_document(attrs: dict[str, Any]) -> tuple[dict[str, Any], documents.PathMap]:
@@ -145,6 +149,8 @@ def _dependency(dep: dict[str, Any], ours: str, theirs: str, paths: documents.Pa
         entry["maxNetworkCost"] = dep["max_network_cost"]
     if dep.get("min_bandwidth"):
         entry["minBandwidth"] = dep["min_bandwidth"]
+    if dep.get("weight") is not None:
+        entry["weight"] = dep["weight"]
     return entry
 
 

@@ -112,7 +112,8 @@ def appgroup_detail(request: HttpRequest, pk: int) -> HttpResponse:
          "score": scores.workload_scores.get(name),
          "dependencies": [
              {"target": d.target, "sensitivity": d.sensitivity, "max_network_cost": d.max_network_cost,
-              "min_bandwidth": quantity.format_bytes(d.min_bandwidth_bps) if d.min_bandwidth_bps is not None else None}
+              "min_bandwidth": quantity.format_bytes(d.min_bandwidth_bps) if d.min_bandwidth_bps is not None else None,
+              "weight": d.weight}
              for d in spec.workload(name).dependencies],
          "placed": sum(1 for p in scores.pods if p.workload == name)}
         for i, name in enumerate(order.order)

@@ -18,7 +18,7 @@ import yaml
 from apps.appgroups import documents
 from apps.appgroups.graph import AppGroupSpec, Sensitivity
 from apps.probes.scenario import Scenario
-from apps.scheduler.scoring import engine, network_score
+from apps.scheduler.scoring import engine, network_score, plans
 from apps.scheduler.scoring.common import WorkloadRef
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo
 from apps.topology.scenario_topology import topology_from_scenario
@@ -39,11 +39,13 @@ def topology_for_scenario(scenario: Scenario) -> Topology:
 
 
 def cluster_nodes(scenario: Scenario) -> dict[str, NodeResources]:
-    """Empty nodes with the scenario's capacity (nothing requested yet)."""
+    """The scenario's nodes with their capacity; requested = the pods already running there."""
     return {
         node.name: NodeResources(
             name=node.name, zone=node.zone, region=node.region,
             allocatable_cpu_millicores=node.cpu_millicores, allocatable_memory_bytes=node.memory_bytes,
+            requested_cpu_millicores=node.existing_cpu_millicores,
+            requested_memory_bytes=node.existing_memory_bytes, pod_count=node.existing_pods,
             labels=dict(node.labels),
         )
         for node in scenario.nodes
@@ -177,3 +179,13 @@ def extender_answer(state: ClusterState, pod: PodInfo, candidates: Sequence[str]
         failed={**filtered.failed, **filtered.unresolvable},
         scores={n: int(v) for n, v in zip(outcome.nodes, outcome.extender, strict=True)},
     )
+
+
+# --------------------------------------------------------------------------- placement plans
+
+
+def best_joint_plans(state: ClusterState, groups: Sequence[AppGroupSpec]) -> list[plans.PlacementPlan]:
+    """The placement planner's joint plan of ``groups`` at its largest work budget, without the
+    wall-time safety net (the same on every machine): a candidate for the certified optimum."""
+    return plans.compute_joint_plans(state=state, groups=list(groups), budget_s=plans.MAX_ADAPTED_BUDGET_S,
+                                     wall_slack=float("inf"))

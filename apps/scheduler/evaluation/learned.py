@@ -8,8 +8,9 @@ dependency is more bandwidth- than latency-sensitive (the demo's mesh emulator's
 The cluster: one Deployment per workload (replicas, pod labels from its selector,
 ``app.kubernetes.io/part-of`` = its AppGroup). The learning: ``apps.traffic.learning`` exactly as the
 pipeline runs it (moving averages over ``windows`` windows, owner chain, components split by part-of,
-sensitivities from sizes). Learned workloads get the pods' resource requests (a real cluster has them on
-the pods); everything else comes from the traffic.
+sensitivities from sizes, edge weights from rates). Learned workloads get the pods' resource requests (a
+real cluster has them on the pods); everything else comes from the traffic. ``edge_weights=False`` drops
+the learned per-dependency weights (every edge 1), to see what they change.
 
 Both runs schedule the same pods in the same arrival order with the same profile; the learned run's
 placements are then scored against the **true** AppGroups, so the ratio says how much of the network
@@ -84,7 +85,7 @@ class Learned:
 
 
 def learn(groups: Sequence[AppGroupSpec], *, windows: int = 3, seed: int = 0,
-          params: learning.LearningParams | None = None) -> Learned:
+          params: learning.LearningParams | None = None, edge_weights: bool = True) -> Learned:
     """The AppGroups the learning rule derives from the true graphs' emitted traffic."""
     params = params or learning.LearningParams()
     states: dict[Edge, learning.EdgeState] = {}
@@ -98,7 +99,8 @@ def learn(groups: Sequence[AppGroupSpec], *, windows: int = 3, seed: int = 0,
         workloads = []
         for lw in app.spec.workloads:
             group, w = true_of[(app.namespace, lw.name)]
-            workloads.append(replace(lw, cpu_request_millicores=w.cpu_request_millicores,
+            deps = lw.dependencies if edge_weights else tuple(replace(d, weight=1.0) for d in lw.dependencies)
+            workloads.append(replace(lw, cpu_request_millicores=w.cpu_request_millicores, dependencies=deps,
                                      memory_request_bytes=w.memory_request_bytes, replicas=max(1, w.replicas)))
             workload_of[(group.namespace, group.name, w.name)] = (app.namespace, app.name, lw.name)
         learned_groups.append(replace(app.spec, workloads=tuple(workloads)))
@@ -164,9 +166,9 @@ def _learned_pods(true_pods: Sequence[SimPod], learned: Learned) -> list[SimPod]
 
 
 def compare(scenario: Scenario, groups: Sequence[AppGroupSpec], *, profile: str = "network",
-            seeds: Iterable[int] = range(50), windows: int = 3) -> LearnedComparison:
+            seeds: Iterable[int] = range(50), windows: int = 3, edge_weights: bool = True) -> LearnedComparison:
     """Schedule with the true and with the learned AppGroups; score both against the true ones."""
-    learned = learn(groups, windows=windows)
+    learned = learn(groups, windows=windows, edge_weights=edge_weights)
     eval_profile = parse_profile(profile)
     true_initial = initial_state(scenario, groups)
     learned_initial = initial_state(scenario, learned.groups)

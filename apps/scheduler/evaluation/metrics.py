@@ -142,3 +142,61 @@ def request_latency_ms(state: ClusterState, groups: Sequence[AppGroupSpec], call
         for root in roots:
             worst = max(worst, time_of(root))
     return worst
+
+
+# --------------------------------------------------------------------------- transfer cost
+
+
+@dataclass(frozen=True)
+class TransferModel:
+    """What one user request's calls cost in cross-zone and cross-region traffic (docs/evaluation.md).
+
+    Every dependency is called once per request with ``bytes_per_call`` (request + response); with
+    replicas the bytes split evenly over the (caller pod, callee pod) pairs (uniform load balancing).
+    Bytes between two zones, or two regions, are billed per GB at the given prices. Defaults are
+    *examples* of public-cloud list prices (AWS: data transfer between availability zones $0.01/GB in
+    each direction, so $0.02/GB for a call's bytes; between regions from $0.02/GB) — set your own.
+    """
+
+    bytes_per_call: int = 4 * 1024
+    cross_zone_usd_per_gb: float = 0.02
+    cross_region_usd_per_gb: float = 0.02
+    requests: int = 1_000_000  # costs are reported per this many requests
+
+
+@dataclass(frozen=True)
+class TransferCost:
+    cross_zone_gb: float
+    cross_region_gb: float
+    usd: float
+
+
+def transfer_cost(state: ClusterState, groups: Sequence[AppGroupSpec], model: TransferModel) -> TransferCost:
+    """Cross-zone and cross-region GB (and USD) per ``model.requests`` requests of the placement."""
+    zone_gb = region_gb = 0.0
+    gb_per_call = model.bytes_per_call * model.requests / 1e9
+    for group in groups:
+        for workload in group.workloads:
+            src = state.placements.get((group.namespace, group.name, workload.name), ())
+            if not src:
+                continue
+            for dep in workload.dependencies:
+                dst = state.placements.get((group.namespace, group.name, dep.target), ())
+                if not dst:
+                    continue
+                pairs = len(src) * len(dst)
+                cross_zone = cross_region = 0
+                for a in src:
+                    na = state.nodes.get(a)
+                    for b in dst:
+                        nb = state.nodes.get(b)
+                        if na is None or nb is None:
+                            continue
+                        if na.region != nb.region:
+                            cross_region += 1
+                        elif na.zone != nb.zone:
+                            cross_zone += 1
+                zone_gb += gb_per_call * cross_zone / pairs
+                region_gb += gb_per_call * cross_region / pairs
+    usd = zone_gb * model.cross_zone_usd_per_gb + region_gb * model.cross_region_usd_per_gb
+    return TransferCost(zone_gb, region_gb, usd)

@@ -75,9 +75,10 @@ def optimum_placement(state: ClusterState, groups: Sequence[AppGroupSpec], *, ti
                 if d is None:
                     continue
                 matrix = pair_score_matrix(topology, dep.sensitivity)[np.ix_(positions, positions)]
-                edges.append((u, d, matrix, spec.weight))
-                total_w[u] += spec.weight
-                total_w[d] += spec.weight
+                weight = spec.weight * dep.weight  # the caller's importance times the edge's weight, as Score
+                edges.append((u, d, matrix, weight))
+                total_w[u] += weight
+                total_w[d] += weight
     importance = np.array([w.weight for _, w in workloads])
     scored = total_w > 0
     imp_sum = float(importance[scored].sum()) or 1.0

@@ -23,8 +23,15 @@ from .adapter import (
     nominal_usage,
     topology_for_scenario,
 )
-from .metrics import LatencyModel, network_metrics, pods_per_zone, request_latency_ms
-from .optimum import Optimum, optimum_placement
+from .certified import CertifiedOptimum, certified_optimum
+from .metrics import (
+    LatencyModel,
+    TransferModel,
+    network_metrics,
+    pods_per_zone,
+    request_latency_ms,
+    transfer_cost,
+)
 from .simulate import PAPER_PROFILES, EvalProfile, appgroup_pods, parse_profile, simulate
 
 # The source paper's results on its testbed ("Network Aware Scheduler for Kubernetes", section 7.2 and Table 5), read off Figure 5a.
@@ -64,6 +71,8 @@ class ProfileResult:
     average_score: Stat
     total_score: Stat
     latency_ms: Stat
+    transfer_usd: Stat  # cross-zone + cross-region traffic, USD per TransferModel.requests requests
+    cross_region_gb: Stat  # GB between regions per TransferModel.requests requests
     pods_per_zone: Mapping[str, Stat]
     workload_scores: Mapping[str, Stat]
     worst_workload: str  # lowest mean score over seeds
@@ -86,8 +95,9 @@ class EvaluationReport:
     pods: int
     zones: tuple[str, ...]
     profiles: tuple[ProfileResult, ...]
-    optimum: Optimum | None
+    optimum: CertifiedOptimum | None
     latency_model: LatencyModel
+    transfer_model: TransferModel
     paper_average_scores: Mapping[str, float] = field(default_factory=lambda: dict(PAPER_AVERAGE_SCORES))
     # The paper's Table 5 placements re-scored with our metric (when the AppGroup is Online Boutique).
     paper_table5_scores: Mapping[str, float] = field(default_factory=dict)
@@ -106,6 +116,8 @@ class EvaluationReport:
                 "/".join(key): list(nodes) for key, nodes in self.optimum.placements.items()
             }
             out["optimum"]["reference"] = self.optimum.reference
+            out["optimum"]["gap"] = self.optimum.gap
+            out["optimum"]["exact"] = self.optimum.exact
         return cast("dict[str, Any]", _clean(out))
 
 
@@ -175,6 +187,9 @@ def evaluate(
     first_seed: int = 0,
     with_optimum: bool = True,
     latency_model: LatencyModel | None = None,
+    transfer_model: TransferModel | None = None,
+    time_limit: float = 60.0,
+    memory_limit: int | None = None,
     extender_profiles: Mapping[str, Any] | None = None,
 ) -> EvaluationReport:
     if seeds < 1:
@@ -196,8 +211,10 @@ def evaluate(
         raise EvaluationInputError("the AppGroups have no pods to schedule (all replicas are 0)")
     zones = scenario.zones()
     model = latency_model or LatencyModel()
+    transfer = transfer_model or TransferModel()
     call_ms = model.call_ms_matrix(state0.topology)
-    optimum = optimum_placement(state0, groups) if with_optimum else None
+    optimum = (certified_optimum(state0, groups, time_limit=time_limit, memory_limit=memory_limit)
+               if with_optimum else None)
     reference = optimum.reference if optimum is not None else float("nan")
 
     results: list[ProfileResult] = []
@@ -206,6 +223,8 @@ def evaluate(
         averages: list[float] = []
         totals: list[float] = []
         latencies: list[float] = []
+        dollars: list[float] = []
+        region_gb: list[float] = []
         zone_counts: dict[str, list[float]] = {z: [] for z in zones}
         per_workload: dict[str, list[float]] = {}
         worst: Counter[str] = Counter()
@@ -217,6 +236,9 @@ def evaluate(
             averages.append(metrics.average)
             totals.append(metrics.total)
             latencies.append(request_latency_ms(run.final_state, groups, call_ms))
+            cost = transfer_cost(run.final_state, groups, transfer)
+            dollars.append(cost.usd)
+            region_gb.append(cost.cross_region_gb)
             counts = pods_per_zone(run.final_state, zones)
             for zone in zones:
                 zone_counts[zone].append(counts.get(zone, 0))
@@ -232,7 +254,8 @@ def evaluate(
         avg = Stat.of(averages)
         results.append(ProfileResult(
             profile=profile.name, description=profile.description, average_score=avg,
-            total_score=Stat.of(totals), latency_ms=Stat.of(latencies),
+            total_score=Stat.of(totals), latency_ms=Stat.of(latencies), transfer_usd=Stat.of(dollars),
+            cross_region_gb=Stat.of(region_gb),
             pods_per_zone={z: Stat.of(v) for z, v in zone_counts.items()},
             workload_scores=workload_stats, worst_workload=worst_name,
             worst_workload_score=workload_stats[worst_name].mean if worst_name else float("nan"),
@@ -248,7 +271,7 @@ def evaluate(
         paper_table5_scores={k: v for k, v in table5.items() if v is not None},
         scenario=scenario.name, appgroups=tuple(f"{g.namespace}/{g.name}" for g in groups), seeds=seeds,
         first_seed=first_seed, pods=len(pods), zones=tuple(zones), profiles=tuple(results), optimum=optimum,
-        latency_model=model, seconds=time.perf_counter() - started,
+        latency_model=model, transfer_model=transfer, seconds=time.perf_counter() - started,
     )
 
 
@@ -260,14 +283,23 @@ def run_evaluation(
     seeds: int = 50,
     first_seed: int = 0,
     with_optimum: bool = True,
+    time_limit: float = 60.0,
+    memory_limit: int | None = None,
     profile_file: str | Path | None = None,
 ) -> EvaluationReport:
-    """The whole evaluation from files (what ``manage.py evaluate`` and the dashboard call);
-    ``profile_file``: extender profile documents beside the built-ins (``adapter.load_profiles``)."""
+    """The whole evaluation from files (what ``manage.py evaluate`` and the dashboard call).
+    ``time_limit`` (s) and ``memory_limit`` (bytes; None: no limit, solved in this process) bound the
+    optimum's solver; ``profile_file``: extender profile documents beside the built-ins
+    (``adapter.load_profiles``)."""
+    if time_limit <= 0:
+        raise EvaluationInputError(f"time limit must be > 0 seconds, got {time_limit}")
+    if memory_limit is not None and memory_limit < 64 * 2**20:
+        raise EvaluationInputError(f"memory limit must be at least 64Mi, got {memory_limit} bytes")
     scenario, groups = load_inputs(scenario_path, appgroup_path)
     extender_profiles = load_profiles(profile_file) if profile_file is not None else None
     return evaluate(scenario, groups, profiles=profiles, seeds=seeds, first_seed=first_seed,
-                    with_optimum=with_optimum, extender_profiles=extender_profiles)
+                    with_optimum=with_optimum, time_limit=time_limit, memory_limit=memory_limit,
+                    extender_profiles=extender_profiles)
 
 
 # --------------------------------------------------------------------------- presentation
@@ -282,6 +314,7 @@ def _pm(stat: Stat, digits: int = 1) -> str:
 def format_table(report: EvaluationReport) -> str:
     zones = report.zones
     header = ["profile", "avg score", "total score", "% of optimum", "worst order %", "latency ms",
+              f"transfer $/{report.transfer_model.requests // 1_000_000}M req",
               *[f"pods {z}" for z in zones], "worst workload", "paper avg", "paper Table 5 re-scored"]
     rows = []
     for r in report.profiles:
@@ -291,7 +324,7 @@ def format_table(report: EvaluationReport) -> str:
             f"{100 * r.fraction_of_optimum:.1f}" if r.fraction_of_optimum == r.fraction_of_optimum else "n/a",
             f"{100 * r.worst_fraction_of_optimum:.1f}" if r.worst_fraction_of_optimum == r.worst_fraction_of_optimum
             else "n/a",
-            _pm(r.latency_ms), *[_pm(r.pods_per_zone[z]) for z in zones],
+            _pm(r.latency_ms), _pm(r.transfer_usd, 2), *[_pm(r.pods_per_zone[z]) for z in zones],
             f"{r.worst_workload} ({r.worst_workload_score:.1f})" if r.worst_workload else "-",
             f"{paper:.1f}" if paper is not None else "-",
             f"{report.paper_table5_scores[r.profile]:.1f}" if r.profile in report.paper_table5_scores else "-",
@@ -308,9 +341,8 @@ def format_table(report: EvaluationReport) -> str:
                f"{report.seconds:.1f} s")
     if report.optimum is not None:
         opt = report.optimum
-        kind = "exact" if opt.exact else "upper bound"
-        out.append(f"optimum average network score: {opt.bound:.2f} ({kind}, HiGHS MILP: {opt.status}; "
-                   f"its placement re-scored: {opt.achieved:.2f}; {opt.seconds:.1f} s)")
+        out.append(f"{opt.message} [{opt.bins} bins{'' if opt.uniform else ', links not uniform in a bin'}; "
+                   f"{opt.seconds:.1f} s]; % of optimum = % of the best placement found")
     for r in report.profiles:
         far = {z: n for z, n in r.seeds_with_pods_in.items() if n}
         extra = f", unscheduled pods: {r.unscheduled_pods}" if r.unscheduled_pods else ""
@@ -333,8 +365,8 @@ def report_figure(report: EvaluationReport) -> dict[str, Any]:
     if paper:
         fig.add_trace(go.Scatter(x=[p[0] for p in paper], y=[p[1] for p in paper], mode="markers",
                                  name="paper", marker={"symbol": "diamond", "size": 10}), row=1, col=1)
-    if report.optimum is not None and report.optimum.bound == report.optimum.bound:
-        fig.add_hline(y=report.optimum.bound, line_dash="dash", annotation_text="optimum", row=1, col=1)
+    if report.optimum is not None and report.optimum.reference == report.optimum.reference:
+        fig.add_hline(y=report.optimum.reference, line_dash="dash", annotation_text="optimum", row=1, col=1)
     for zone in report.zones:
         fig.add_trace(go.Bar(x=names, y=[r.pods_per_zone[zone].mean for r in report.profiles], name=f"zone {zone}"),
                       row=1, col=2)

@@ -69,10 +69,10 @@ def graded_scale(gap: np.ndarray, *, knee: float = DEFAULT_KNEE, spread: float =
 
 def cold_start_sensitivity(ref: WorkloadRef) -> Sensitivity | None:
     """Weighted mean of the normalized sensitivities on the pod's edges (or the group's)."""
-    edges = [(ref.workload.weight, dep.sensitivity) for dep in ref.workload.dependencies]
-    edges += [(w.weight, dep.sensitivity) for w, dep in ref.group.dependents_of(ref.workload.name)]
+    edges = [(ref.workload.weight * dep.weight, dep.sensitivity) for dep in ref.workload.dependencies]
+    edges += [(w.weight * dep.weight, dep.sensitivity) for w, dep in ref.group.dependents_of(ref.workload.name)]
     if not edges:
-        edges = [(w.weight, dep.sensitivity) for w in ref.group.workloads for dep in w.dependencies]
+        edges = [(w.weight * dep.weight, dep.sensitivity) for w in ref.group.workloads for dep in w.dependencies]
     edges = [(max(weight, 0.0), s) for weight, s in edges if s.total > 0]
     if not edges:
         return None

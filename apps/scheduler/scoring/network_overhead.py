@@ -78,13 +78,13 @@ def overhead(state: ClusterState, ref: WorkloadRef, candidates: Sequence[str]) -
         cost = np.where(unknown_cost, MAX_COST, pair_cost)
         cost = np.where(same_zone, SAME_ZONE_COST, cost)
         cost = np.where(t_blank[None, :], MAX_COST, cost)
-        costs += (cost @ t_counts)[c_of]
+        costs += dep.weight * (cost @ t_counts)[c_of]  # a heavier edge's cost counts more (1 = upstream)
         # Same node: cost 0 (instead of the same-place cost) and always satisfied.
         t_ids = np.where(rows >= 0, rows, -1)
         hit = np.nonzero((cand >= 0) & np.isin(cand, t_ids[t_ids >= 0]))[0]
         j = np.searchsorted(rows, cand[hit])
         blank_j = t_blank[t_of[j]]
-        costs[hit] += counts[j] * (SAME_NODE_COST - np.where(blank_j, MAX_COST, SAME_ZONE_COST))
+        costs[hit] += dep.weight * counts[j] * (SAME_NODE_COST - np.where(blank_j, MAX_COST, SAME_ZONE_COST))
         if dep.max_network_cost is None:
             continue
         limit = dep.max_network_cost

@@ -111,15 +111,17 @@ def network_terms(state: ClusterState, ref: WorkloadRef) -> tuple[tuple[Term, ..
             notes.append(f"{workload}: pods on {', '.join(placed.missing)} left out (node not in the topology)")
         return placed
 
+    # A term weighs its caller's importance times the edge's weight (1 unless the AppGroup gives one).
     w = ref.workload.weight
     for dep in ref.workload.dependencies:
         pos = positions(dep.target)
         if pos.positions.size:
-            terms.append(Term(dep.target, False, w, dep.sensitivity, pos.positions, pos.counts))
+            terms.append(Term(dep.target, False, w * dep.weight, dep.sensitivity, pos.positions, pos.counts))
     for dependent, dep in ref.group.dependents_of(ref.workload.name):
         pos = positions(dependent.name)
         if pos.positions.size:
-            terms.append(Term(dependent.name, True, dependent.weight, dep.sensitivity, pos.positions, pos.counts))
+            terms.append(Term(dependent.name, True, dependent.weight * dep.weight, dep.sensitivity, pos.positions,
+                              pos.counts))
     return tuple(terms), tuple(notes)
 
 

@@ -17,8 +17,8 @@ fits. Pairs of zones that break a dependency's max network cost or min bandwidth
 zone-use indicators. A greedy placement improved by moves and swaps (local search, several
 starts) always answers; the MILP replaces it when it proves a better optimum in the time left;
 then each used zone's pods are placed on its nodes the same way (``_refine_zone``). The budget
-is CPU time of the computing thread (``_Deadline``), so the same state gives the same plan
-whatever else the machine runs.
+counts work (array elements touched, ``_Deadline``), not time, so the same state gives the same plan
+on any machine under any load; wall time is only a safety net, reported in the plan when it cuts.
 """
 
 from __future__ import annotations
@@ -58,6 +58,12 @@ ZONE_SAMPLE = 8
 # The MILP is tried only up to this many transportation variables (edges x zones²): beyond it HiGHS
 # rarely finishes within 50 ms on one core, and its time is better spent placing pods on nodes.
 MAX_MILP_PAIR_VARS = 400
+# The budget grows with the model (workloads x zones) beyond this size, up to MAX_ADAPTED_BUDGET_S:
+# a 100-workload, 12-zone joint plan needs ~10x the work of a 10-workload one to converge (issue 20).
+PLAN_SIZE_REFERENCE = 120
+MAX_ADAPTED_BUDGET_S = 2.0
+# Without a wall-time safety net (the evaluation harness) the MILP still stops here.
+MILP_WALL_CAP_S = 10.0
 # Placing a pod is worth more than any network score (objective units: 0..100 per AppGroup).
 PLACE_BONUS = 1_000.0
 
@@ -246,9 +252,10 @@ def _problem(state: ClusterState, group: AppGroupSpec, objective: str,
     for w in workloads:
         for dep in w.dependencies:
             if dep.target in wi and dep.target != w.name:
-                raw.append((wi[w.name], wi[dep.target], dep, w.weight))
-                total_w[wi[w.name]] += w.weight
-                total_w[wi[dep.target]] += w.weight
+                weight = w.weight * dep.weight  # the caller's importance times the edge's weight, as Score
+                raw.append((wi[w.name], wi[dep.target], dep, weight))
+                total_w[wi[w.name]] += weight
+                total_w[wi[dep.target]] += weight
     importance = np.array([w.weight for w in workloads], dtype=np.float64)
     imp_sum = float(importance[total_w > 0].sum()) or 1.0
     costs = _zone_costs(state, zones) if objective == "network-cost" or any(
@@ -292,7 +299,17 @@ def _value(problem: _Problem, t: np.ndarray) -> float:
 
 # ------------------------------------------------------------------------------------------- MILP
 
-def _solve_milp(problem: _Problem, time_limit: float) -> np.ndarray | None:
+def adapted_budget(budget_s: float, workloads: int, zones: int) -> float:
+    """The work budget (nominal seconds) for a model of ``workloads`` x ``zones``: the configured
+    one, scaled up for models larger than PLAN_SIZE_REFERENCE, never above MAX_ADAPTED_BUDGET_S
+    (nor below what was configured)."""
+    scaled = budget_s * max(1.0, workloads * zones / PLAN_SIZE_REFERENCE)
+    return max(budget_s, min(scaled, MAX_ADAPTED_BUDGET_S))
+
+
+def _solve_milp(problem: _Problem, time_limit: float) -> tuple[np.ndarray | None, bool]:
+    """The zone MILP's proven optimum (None if not proven within ``time_limit``), and whether the
+    time limit (the wall-time safety net) stopped it."""
     nw, nz = problem.placed.shape
     ne = len(problem.edges)
     use_b = bool(problem.forbidden)
@@ -337,30 +354,65 @@ def _solve_milp(problem: _Problem, time_limit: float) -> np.ndarray | None:
                   bounds=Bounds(np.zeros(n), upper),
                   options={"time_limit": max(time_limit, 1e-3), "mip_rel_gap": 1e-4, "disp": False})
     if result.x is None or result.status != 0:  # only a proven optimum: a time-limited incumbent varies run to run
-        return None
-    return cast(np.ndarray, np.rint(result.x[:n_x]).reshape(nw, nz))
+        return None, result.status == 1
+    return cast(np.ndarray, np.rint(result.x[:n_x]).reshape(nw, nz)), False
 
 
 # -------------------------------------------------------------------------------------- heuristic
 
-# The budget counts the computing thread's CPU time, so a plan does not depend on what else the
-# machine runs (the same state gives the same plan); wall time is capped at WALL_SLACK x the budget.
+# The budget counts *work*, not time: every step of the heuristics charges the array elements it
+# touches (plus a fixed overhead per numpy call), so the same state gives the same plan on any machine
+# under any load (issue 20). ``WORK_PER_SECOND`` converts the configured budget (seconds, as before)
+# into work units: measured on the 2-core development machine (docs/benchmarks.md, "Placement plans"),
+# so a plan takes about its budget there. Wall time is only a safety net (WALL_SLACK x the budget):
+# when it cuts a plan short the plan says so in its diagnosis, as it may then differ between machines.
 WALL_SLACK = 4.0
+# ... and never more than this much wall time, whatever the (adapted) budget: far below kube-scheduler's
+# extender httpTimeout (5 s as shipped), as a plan is computed inside a filter request.
+MAX_WALL_S = 2.0
+WORK_PER_SECOND = 2.0e7
+CALL_OVERHEAD = 400.0  # work units charged per numpy call (~20 µs)
 
 
 class _Deadline:
-    __slots__ = ("cpu", "slack", "wall")
+    """A work budget (units, see WORK_PER_SECOND) with a wall-time safety net. A child budget charges
+    its parent too, so a plan's stages share one total."""
 
-    def __init__(self, seconds: float, slack: float = WALL_SLACK) -> None:
-        self.cpu = time.thread_time() + seconds
-        self.slack = slack  # math.inf: CPU time only (the evaluation harness: results independent of load)
-        self.wall = time.perf_counter() + seconds * slack
+    __slots__ = ("left", "parent", "wall", "wall_hit")
+
+    def __init__(self, seconds: float, slack: float = WALL_SLACK, *, parent: _Deadline | None = None) -> None:
+        self.left = seconds * WORK_PER_SECOND
+        self.parent = parent
+        self.wall = (time.perf_counter() + min(seconds * slack, MAX_WALL_S) if slack != float("inf")
+                     else float("inf"))
+        self.wall_hit = False
+
+    def child(self, fraction_of_left: float, slack: float = WALL_SLACK) -> _Deadline:
+        sub = _Deadline(max(self.left, 0.0) * fraction_of_left / WORK_PER_SECOND, slack, parent=self)
+        sub.wall = self.wall  # the safety net bounds the whole plan, not each stage's share of it
+        return sub
+
+    def spend(self, units: float) -> None:
+        self.left -= units
+        if self.parent is not None:
+            self.parent.spend(units)
 
     def expired(self) -> bool:
-        return time.thread_time() >= self.cpu or time.perf_counter() >= self.wall
+        if self.left <= 0:
+            return True
+        if time.perf_counter() >= self.wall:
+            self._hit()
+            return True
+        return False
+
+    def _hit(self) -> None:
+        self.wall_hit = True
+        if self.parent is not None:
+            self.parent._hit()
 
     def remaining(self) -> float:
-        return max(0.0, min(self.cpu - time.thread_time(), (self.wall - time.perf_counter()) / self.slack))
+        """Work left, in seconds of the nominal rate."""
+        return max(0.0, self.left) / WORK_PER_SECOND
 
 
 def _gain(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
@@ -387,23 +439,45 @@ def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None, deadlin
     nw, nz = problem.placed.shape
     x = np.zeros((nw, nz))
     free = problem.zones.free.copy()
+    # Node rooms of the zones small enough to track (each pod goes to the best-fitting node), so a
+    # zone takes only pods that its nodes can hold, not just its total.
+    rooms = [nf.copy() if nf.shape[0] <= MAX_PACKING_NODES else None for nf in problem.zones.node_free]
+    scales = [np.maximum(r.max(axis=0, initial=0.0), 1.0) if r is not None else None for r in rooms]
     connected = problem.weighted.sum(axis=(0, 2)) if problem.edges else np.zeros(nz)
+    per_pod = CALL_OVERHEAD * 8 + float(problem.weighted.size) / max(nw, 1) * 2 + nz * 8
     for w in order:
         if deadline is not None and deadline.expired():
-            break  # out of time: what is placed so far (the caller treats the rest as not planned)
+            break  # out of work: what is placed so far (the caller treats the rest as not planned)
         for _ in range(int(problem.todo[w])):
+            if deadline is not None:
+                deadline.spend(per_pod)
             t = problem.placed + x
             gain = _gain(problem, t, w)
             if not gain.any():
                 gain = connected + (1e6 * (np.arange(nz) == anchor) if anchor is not None else 0.0)
-            ok = np.all(free >= problem.demand[w][None, :], axis=1) & (x[w] < problem.slots[w]) & _allowed(
-                problem, t, w)
+            need = problem.demand[w]
+            ok = np.all(free >= need[None, :], axis=1) & (x[w] < problem.slots[w]) & _allowed(problem, t, w)
+            ok &= np.array([r is None or bool((r >= need[None, :]).all(axis=1).any()) for r in rooms])
             if not ok.any():
                 break
             z = int(np.argmax(np.where(ok, gain, -np.inf)))
             x[w, z] += 1
-            free[z] -= problem.demand[w]
+            free[z] -= need
+            room = rooms[z]
+            if room is not None:
+                fits = (room >= need[None, :]).all(axis=1)
+                after = np.where(fits, ((room - need[None, :]) / scales[z]).sum(axis=1), np.inf)
+                room[int(np.argmin(after))] -= need
     return x
+
+
+def _zone_packs(problem: _Problem, x: np.ndarray, z: int) -> bool:
+    """Do the new pods ``x[:, z]`` pack into zone z's nodes (always True for a zone too big to track)?"""
+    node_free = problem.zones.node_free[z]
+    if node_free.shape[0] > MAX_PACKING_NODES:
+        return True
+    ws = np.flatnonzero(x[:, z] > 0)
+    return _packs(node_free, np.repeat(problem.demand[ws], x[ws, z].astype(np.int64), axis=0))
 
 
 def _gains(problem: _Problem, t: np.ndarray) -> np.ndarray:
@@ -413,6 +487,49 @@ def _gains(problem: _Problem, t: np.ndarray) -> np.ndarray:
         np.add.at(g, problem.us, np.einsum("ezy,ey->ez", problem.weighted, t[problem.ds]))
         np.add.at(g, problem.ds, np.einsum("ez,ezy->ey", t[problem.us], problem.weighted))
     return g
+
+
+def _components(problem: _Problem) -> np.ndarray:
+    """Connected part of every workload in the dependency graph (its smallest member's index)."""
+    parent = list(range(problem.placed.shape[0]))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for u, d in zip(problem.us.tolist(), problem.ds.tolist(), strict=True):
+        a, b = root(u), root(d)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    return np.array([root(i) for i in range(len(parent))], dtype=np.int64)
+
+
+def _move_part(problem: _Problem, x: np.ndarray, count: np.ndarray, deadline: _Deadline) -> np.ndarray | None:
+    """The best improving move of a whole connected part (in a joint plan: an AppGroup) — all its new
+    pods — into one zone that holds them, or None. Moving one workload at a time cannot leave a zone a
+    tenant shares with another for a zone of its own: each single move splits it first (issue 20)."""
+    if problem.forbidden or not problem.edges:
+        return None
+    component = _components(problem)
+    current = _value(problem, problem.placed + x)
+    best, best_gain = None, 1e-9
+    for part in sorted(set(component[count > 0].tolist())):
+        members = np.flatnonzero((component == part) & (count > 0))
+        for z in range(problem.placed.shape[1]):
+            if (x[members, z] == count[members]).all():
+                continue  # already there
+            deadline.spend(CALL_OVERHEAD * 6 + 2.0 * problem.weighted.size)
+            trial = x.copy()
+            trial[members] = 0
+            trial[members, z] = count[members]
+            if ((problem.zones.free - trial.T @ problem.demand) < 0).any() or (trial > problem.slots).any():
+                continue
+            gain = _value(problem, problem.placed + trial) - current
+            if gain > best_gain and _zone_packs(problem, trial, z):
+                best, best_gain = trial, gain
+    return best
 
 
 def _local_search(problem: _Problem, x: np.ndarray, deadline: _Deadline) -> np.ndarray:
@@ -425,9 +542,11 @@ def _local_search(problem: _Problem, x: np.ndarray, deadline: _Deadline) -> np.n
     demand = problem.demand
     count = x.sum(axis=1)
     movable = count > 0
+    per_iteration = CALL_OVERHEAD * 40 + 2.0 * problem.weighted.size + 12.0 * nw * nz
     for _ in range(4 * nw * nz):
         if deadline.expired():
             break
+        deadline.spend(per_iteration + float(np.count_nonzero(count)) ** 2)
         t = problem.placed + x
         g = _gains(problem, t)
         free = problem.zones.free - x.T @ demand
@@ -474,6 +593,9 @@ def _local_search(problem: _Problem, x: np.ndarray, deadline: _Deadline) -> np.n
                 if problem.forbidden and not (_allowed(problem, problem.placed + trial, a_)[single[b_]]
                                               and _allowed(problem, problem.placed + trial, b_)[single[a_]]):
                     continue
+                deadline.spend(CALL_OVERHEAD * (trial[:, single[a_]].sum() + trial[:, single[b_]].sum()))
+                if not (_zone_packs(problem, trial, single[a_]) and _zone_packs(problem, trial, single[b_])):
+                    continue
                 best_swap, swap = float(sw[i, j]), (a_, b_)
                 break
         if max(best_move, best_swap) <= 1e-9:
@@ -489,6 +611,9 @@ def _local_search(problem: _Problem, x: np.ndarray, deadline: _Deadline) -> np.n
                 if problem.forbidden and not _allowed(problem, problem.placed + rest, w)[z]:
                     continue
                 rest[w, z] = count[w]
+                deadline.spend(CALL_OVERHEAD * rest[:, z].sum())
+                if not _zone_packs(problem, rest, z):
+                    continue
                 x, applied = rest, True
                 break
             if not applied:
@@ -560,7 +685,7 @@ def _solve_heuristic(problem: _Problem, deadline: _Deadline, *, must_finish: boo
     for anchor in anchors:
         for order in orders:
             if best is not None and deadline.expired():
-                return best
+                return _polish(problem, best, deadline)
             start = _greedy(problem, order, anchor, deadline if best is not None or not must_finish else None)
             if start.tobytes() in seen:
                 continue
@@ -568,7 +693,21 @@ def _solve_heuristic(problem: _Problem, deadline: _Deadline, *, must_finish: boo
             x = _local_search(problem, start, deadline)
             if best is None or _better(problem, x, best):
                 best = x
-    return best if best is not None else np.zeros((nw, nz))
+    return _polish(problem, best, deadline) if best is not None else np.zeros((nw, nz))
+
+
+def _polish(problem: _Problem, x: np.ndarray, deadline: _Deadline) -> np.ndarray:
+    """Move whole parts (AppGroups of a joint plan) while that improves the best plan, each followed by
+    local search; the part moves run even when the budget is spent (they are a few dozen evaluations)."""
+    for _round in range(PART_ROUNDS):
+        moved = _move_part(problem, x, x.sum(axis=1), deadline)
+        if moved is None:
+            break
+        moved = _local_search(problem, moved, deadline)
+        if not _better(problem, moved, x):
+            break
+        x = moved
+    return x
 
 
 # ------------------------------------------------------------------------------ nodes inside a zone
@@ -637,41 +776,62 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
                  budget_s: float = DEFAULT_BUDGET_S, reserved: Mapping[str, np.ndarray] | None = None,
                  use_milp: bool = True, reason: str = "", mode: str = "soft",
                  wall_slack: float = WALL_SLACK) -> PlacementPlan:
-    """A plan for every pod of ``group`` not yet bound in ``state`` within ``budget_s`` of this
-    thread's CPU time (and WALL_SLACK x that of wall time), beyond the granularity of one greedy
-    pass and of building the model. ``reserved``: per zone (cpu, memory, pods) held by other
+    """A plan for every pod of ``group`` not yet bound in ``state`` within ``budget_s`` worth of work
+    (WORK_PER_SECOND; WALL_SLACK x ``budget_s`` of wall time as a safety net), beyond the granularity
+    of one greedy pass and of building the model. ``reserved``: per zone (cpu, memory, pods) held by other
     AppGroups' plans (first come keeps its plan)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     if mode not in MODES:
         raise ValueError(f"mode: must be one of {', '.join(MODES)}, got {mode!r}")
     started = time.perf_counter()
-    total = _Deadline(budget_s, wall_slack)
     label = f"{group.namespace}/{group.name}"
     problem = _problem(state, group, objective, reserved)
     nw, nz = problem.placed.shape
+    budget_s = adapted_budget(budget_s, nw, nz)
+    total = _Deadline(budget_s, wall_slack)
     if nw == 0 or nz == 0:
         note = "the AppGroup has no workload with replicas" if nw == 0 else "the cluster has no nodes"
         return PlacementPlan(label, _plan_id(group, {}), "none", objective, float("nan"),
                              (time.perf_counter() - started) * 1e3, {}, {}, {}, (note,), reason)
     diagnosis = list(problem.diagnosis)
-    # The heuristic always answers (40 % of the budget at most; it usually needs far less); the MILP
-    # may improve on it until 60 %; the rest places the pods of each zone on its nodes.
+    # The heuristic always answers (40 % of the work budget at most; it usually needs far less); the
+    # MILP is charged a fixed 20 % (its result only counts when proven optimal, so it is the same on
+    # every machine unless its wall-time safety net cuts it); the rest places each zone's pods on nodes.
     method = "heuristic"
     if mode != "soft":
-        x = _solve_in_one_domain(problem, mode, _Deadline(0.6 * budget_s, wall_slack), diagnosis)
+        x = _solve_in_one_domain(problem, mode, total.child(0.6, wall_slack), diagnosis)
     else:
-        x = _solve_heuristic(problem, _Deadline(0.4 * budget_s, wall_slack))
+        x = _solve_heuristic(problem, total.child(0.4, wall_slack))
+    # A zone's capacity counts as a whole, but pods go on nodes: when a zone's planned pods do not pack
+    # into its nodes (best-fit decreasing), shrink that zone by what was left over and plan again.
+    for _round in range(PACKING_ROUNDS):
+        short = _unpacked(problem, x)
+        if not short:
+            break
+        free = problem.zones.free.copy()
+        for z, leftover in short.items():
+            free[z] = np.maximum(free[z] - leftover, 0.0)
+        problem = replace(problem, zones=replace(problem.zones, free=free))
+        retry = (_solve_in_one_domain(problem, mode, total.child(0.5, wall_slack), [])
+                 if mode != "soft" else _solve_heuristic(problem, total.child(0.5, wall_slack)))
+        if float(retry.sum()) >= float(x.sum()):
+            x = retry
+        else:
+            break
     if mode == "soft" and use_milp and len(problem.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
-        remaining = total.remaining() - 0.4 * budget_s
-        if remaining > 0.003:
-            try:
-                exact = _solve_milp(problem, remaining)
-            except (ValueError, RuntimeError) as exc:  # a solver error: the heuristic's plan stands, and says so
-                exact = None
-                diagnosis.append(f"MILP failed ({exc}); heuristic plan used")
-            if exact is not None and _better(problem, exact, x):
-                x, method = exact, "milp"
+        total.spend(0.2 * budget_s * WORK_PER_SECOND)
+        cap = MILP_WALL_CAP_S if wall_slack == float("inf") else max(0.2 * budget_s * wall_slack, 0.003)
+        try:
+            exact, timed_out = _solve_milp(problem, cap)
+        except (ValueError, RuntimeError) as exc:  # a solver error: the heuristic's plan stands, and says so
+            exact, timed_out = None, False
+            diagnosis.append(f"MILP failed ({exc}); heuristic plan used")
+        if timed_out:
+            total._hit()
+        # The MILP counts a zone's capacity as a whole: its plan counts only if the pods pack into the nodes.
+        if exact is not None and _better(problem, exact, x) and not _unpacked(problem, exact):
+            x, method = exact, "milp"
     t = problem.placed + x
     zones = {name: {problem.zones.names[z]: int(t[w, z]) for z in range(nz) if t[w, z] > 0}
              for w, name in enumerate(problem.names)}
@@ -688,11 +848,22 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
     value = _value(problem, t)
     nodes: dict[str, dict[str, int]] = {}
     used = [z for z in range(nz) if t[:, z].any()]
+    # The nodes keep at least NODE_SHARE of the budget, whatever the zone stages spent: without node
+    # plans the per-pod scorer picks nodes inside the zones and loses what the plan predicted.
+    stage = total
+    if total.left < NODE_SHARE * budget_s * WORK_PER_SECOND:
+        stage = _Deadline(NODE_SHARE * budget_s, wall_slack)
+        stage.wall = total.wall
+        stage.parent = total
     for i, z in enumerate(used):
-        share = total.remaining() / (len(used) - i)
-        refined = _refine_zone(state, problem, t, z, _Deadline(share, wall_slack)) if share > 0 else None
+        share = stage.child(1.0 / (len(used) - i), wall_slack)
+        refined = _refine_zone(state, problem, t, z, share) if share.left > 0 else None
         for workload, counts in (refined or {}).items():
             nodes.setdefault(workload, {}).update(counts)
+    if total.wall_hit:
+        diagnosis.append(f"the wall-time safety net ({min(budget_s * wall_slack, MAX_WALL_S) * 1e3:.0f} ms) cut "
+                         "this plan short: "
+                         "it may differ from the same state's plan on another machine")
     if not problem.edges:
         value = float("nan")  # no dependency: nothing to score
     informed = bool(problem.edges) and bool(np.ptp(problem.weighted) > 0)
@@ -880,8 +1051,9 @@ class PlanBook:
             for key in [k for k in self._plans if k[:2] == (namespace, name)]:
                 del self._plans[key]
 
-    MAX_JOINT_GROUPS = 4
-    MAX_JOINT_WORKLOADS = 60
+    # One joint model by total benefit (issue 20): every AppGroup without pods, up to these sizes.
+    MAX_JOINT_GROUPS = 8
+    MAX_JOINT_WORKLOADS = 200
 
     def _unstarted(self, state: ClusterState, group: AppGroupSpec, objective: str) -> list[AppGroupSpec]:
         """AppGroups with no pod placed and no plan yet, planned together with ``group`` (a few); not
@@ -946,21 +1118,48 @@ class PlanBook:
 # Packing inside a zone: the plan counts a zone's capacity as a whole, so a light pod taking the only
 # node big enough for a planned heavy pod would break it. Steering keeps such nodes for the heavy pods.
 MAX_PACKING_NODES = 64
+# Share of the budget kept for placing each zone's pods on its nodes (compute_plan).
+NODE_SHARE = 0.3
+# Rounds of moving a whole part (an AppGroup of a joint plan) to one zone after the local search.
+PART_ROUNDS = 3
+# Rounds of shrinking zones whose planned pods do not pack into their nodes (compute_plan).
+PACKING_ROUNDS = 3
 # ... and at most this many of the plan's pods left there (beyond, the check would cost more than a request).
 MAX_PACKING_PODS = 48
 
 
 def _packs(free: np.ndarray, pods: np.ndarray) -> bool:
     """Best-fit decreasing of ``pods`` (k, 3) into nodes with ``free`` (n, 3) room."""
+    return not _leftover(free, pods).any()
+
+
+def _leftover(free: np.ndarray, pods: np.ndarray) -> np.ndarray:
+    """Total demand (3,) of the ``pods`` that best-fit decreasing cannot put on nodes with ``free`` room."""
     room = free.copy()
-    scale = np.maximum(room.max(axis=0), 1.0)
+    scale = np.maximum(room.max(axis=0, initial=0.0), 1.0)
+    left = np.zeros(3)
     for pod in pods[np.argsort(-(pods / scale).sum(axis=1), kind="stable")]:
         fits = (room >= pod[None, :]).all(axis=1)
         if not fits.any():
-            return False
-        left = np.where(fits, ((room - pod[None, :]) / scale).sum(axis=1), np.inf)
-        room[int(np.argmin(left))] -= pod
-    return True
+            left += pod
+            continue
+        after = np.where(fits, ((room - pod[None, :]) / scale).sum(axis=1), np.inf)
+        room[int(np.argmin(after))] -= pod
+    return left
+
+
+def _unpacked(problem: _Problem, x: np.ndarray) -> dict[int, np.ndarray]:
+    """Zones whose new planned pods ``x`` do not pack into their nodes -> the demand left over."""
+    out: dict[int, np.ndarray] = {}
+    for z in np.flatnonzero(x.sum(axis=0) > 0).tolist():
+        if problem.zones.node_free[z].shape[0] > MAX_PACKING_NODES:
+            continue
+        ws = np.flatnonzero(x[:, z] > 0)
+        pods = np.repeat(problem.demand[ws], x[ws, z].astype(np.int64), axis=0)
+        left = _leftover(problem.zones.node_free[z], pods)
+        if left.any():
+            out[z] = left
+    return out
 
 
 def nodes_keeping_plan(state: ClusterState, plan: PlacementPlan, group: AppGroupSpec, workload: str,

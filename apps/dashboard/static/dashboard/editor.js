@@ -1,5 +1,5 @@
 // Structured AppGroup editor: workloads, selectors (with the pods they match now), weights,
-// dependencies with sensitivities, maxNetworkCost and minBandwidth. Every change is checked by the
+// dependencies with sensitivities, maxNetworkCost, minBandwidth and an optional edge weight. Every change is checked by the
 // server's own validation (a dry run of the save) and the errors are placed next to their fields.
 (function () {
   const N = window.netaware;
@@ -24,7 +24,7 @@
       labels: Object.entries(((w.selector || {}).matchLabels) || {}),
       exprs: (((w.selector || {}).matchExpressions) || []).map(e => ({ key: e.key, operator: e.operator, values: (e.values || []).join(",") })),
       deps: (w.dependencies || []).map(d => ({ target: d.name, latency: (d.metrics || {}).latency ?? "", bandwidth: (d.metrics || {}).bandwidth ?? "",
-        lossrate: (d.metrics || {}).lossrate ?? "", maxNetworkCost: d.maxNetworkCost ?? "", minBandwidth: d.minBandwidth ?? "" })),
+        lossrate: (d.metrics || {}).lossrate ?? "", maxNetworkCost: d.maxNetworkCost ?? "", minBandwidth: d.minBandwidth ?? "", weight: d.weight ?? "" })),
     })),
   };
 
@@ -53,6 +53,7 @@
           ["latency", "bandwidth", "lossrate"].forEach(k => { if (num(d[k]) !== undefined) dep.metrics[k] = num(d[k]); });
           if (num(d.maxNetworkCost) !== undefined) dep.maxNetworkCost = num(d.maxNetworkCost);
           if (d.minBandwidth !== "" && d.minBandwidth !== undefined) dep.minBandwidth = d.minBandwidth;
+          if (num(d.weight) !== undefined) dep.weight = num(d.weight);
           return dep;
         });
         return out;
@@ -164,12 +165,13 @@
         row.appendChild(labelled("loss", input(d.lossrate, dbase + ".metrics.lossrate", v => { d.lossrate = v; }, { class: "narrow", name: "w" + i + "-dep" + j + "-lossrate" })));
         row.appendChild(labelled("maxNetworkCost", input(d.maxNetworkCost, dbase + ".maxNetworkCost", v => { d.maxNetworkCost = v; }, { class: "narrow", name: "w" + i + "-dep" + j + "-maxcost", placeholder: "none" })));
         row.appendChild(labelled("minBandwidth", input(d.minBandwidth, dbase + ".minBandwidth", v => { d.minBandwidth = v; }, { class: "narrow", name: "w" + i + "-dep" + j + "-minbw", placeholder: "e.g. 100M" })));
+        row.appendChild(labelled("edge weight", input(d.weight, dbase + ".weight", v => { d.weight = v; }, { class: "narrow", name: "w" + i + "-dep" + j + "-weight", placeholder: "1" })));
         row.appendChild(button("×", () => w.deps.splice(j, 1), "secondary", '[data-focus="w' + i + '-add-dep"]', "Remove the dependency of " + (w.name || "workload " + (i + 1)) + " on " + (d.target || j + 1)));
         const err = N.el("span", { class: "field-error" }); row.appendChild(err);
         deps.appendChild(row);
       });
       const depActions = N.el("div", { class: "actions" });
-      const addDep = button("+ dependency", () => w.deps.push({ target: "", latency: 1, bandwidth: 1, lossrate: 1, maxNetworkCost: "", minBandwidth: "" }),
+      const addDep = button("+ dependency", () => w.deps.push({ target: "", latency: 1, bandwidth: 1, lossrate: 1, maxNetworkCost: "", minBandwidth: "", weight: "" }),
         "secondary", () => '[name="w' + i + '-dep' + (w.deps.length - 1) + '-target"]', "Add a dependency to workload " + (w.name || i + 1));
       addDep.dataset.focus = "w" + i + "-add-dep";
       depActions.appendChild(addDep);

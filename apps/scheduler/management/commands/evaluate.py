@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from apps.scheduler.evaluation import EvaluationInputError, format_table, run_evaluation
 from apps.scheduler.evaluation.report import write_figure_html
 from apps.scheduler.evaluation.simulate import PAPER_PROFILES
+from netaware_core import quantity
 
 
 class Command(BaseCommand):
@@ -34,7 +35,11 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=("table", "json"), default="table")
         parser.add_argument("--output", help="also write the JSON report to this file")
         parser.add_argument("--figure", help="write the plotly figure (HTML) to this file")
-        parser.add_argument("--no-optimum", action="store_true", help="skip the MILP optimum")
+        parser.add_argument("--no-optimum", action="store_true", help="skip the certified optimum")
+        parser.add_argument("--time-limit", type=float, default=60.0,
+                            help="seconds for the optimum's solver (default 60)")
+        parser.add_argument("--memory-limit", default="2Gi",
+                            help="memory the optimum's solver may add, a Kubernetes quantity (default 2Gi)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         profiles = [p.strip() for p in str(options["profiles"]).split(",") if p.strip()]
@@ -46,10 +51,19 @@ class Command(BaseCommand):
             target = options.get(flag)
             if target and not Path(target).resolve().parent.is_dir():
                 raise CommandError(f"--{flag}: directory of {target!r} does not exist")
+        if options["time_limit"] <= 0:
+            raise CommandError(f"--time-limit must be > 0 seconds, got {options['time_limit']}")
+        try:
+            memory_limit = quantity.memory_bytes(options["memory_limit"])
+        except quantity.QuantityError as exc:
+            raise CommandError(f"--memory-limit: {exc}") from exc
+        if memory_limit < 64 * 2**20:
+            raise CommandError(f"--memory-limit must be at least 64Mi, got {options['memory_limit']!r}")
         try:
             report = run_evaluation(
                 options["scenario"], options["appgroup"], profiles=profiles, seeds=options["seeds"],
                 first_seed=options["first_seed"], with_optimum=not options["no_optimum"],
+                time_limit=options["time_limit"], memory_limit=memory_limit,
                 profile_file=options.get("profile_file"),
             )
         except EvaluationInputError as exc:

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('appgroups', '0005_origin_observed'),
+        ('appgroups', '0006_dependency_weight'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
