@@ -1,6 +1,7 @@
 """Dashboard performance (issue 12 targets): topology page and its data for 200 nodes (server time
 <= 300 ms, data <= 1 MB compressed), the placements map for 1,000 pods (<= 1 s), cold load of the
-topology page in Chromium (<= 1 s).
+topology page in Chromium (<= 1 s); and (issue 23) the cold load of every other page of ours until its
+main content is drawn (<= 1 s).
 
 Seeds a scratch database through the real services (pipeline windows via ``store_window``, a
 rebuild, AppGroups and placements via ``record_placement``), then measures:
@@ -137,7 +138,15 @@ def free_port() -> int:
 def browser_figures(repeat: int, pods: int) -> None:
     from playwright.sync_api import sync_playwright
 
+    from apps.appgroups.models import AppGroup
+    from apps.topology.models import Node
+
     call_command("collectstatic", interactive=False, verbosity=0)
+    # Read before Playwright runs its event loop in this thread (the ORM refuses async contexts).
+    group = AppGroup.objects.order_by("pk").first()
+    node = Node.objects.exclude(zone="").order_by("name").first()
+    peer = Node.objects.exclude(name=getattr(node, "name", "")).order_by("name").first()
+    assert group is not None and node is not None and peer is not None
     port = free_port()
     # DEBUG off as in production: {% static %} then names the hashed, pre-compressed copies.
     env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1", "DEBUG": "false"}
@@ -164,12 +173,30 @@ def browser_figures(repeat: int, pods: int) -> None:
             page.wait_for_selector("#current-user")
             state = login.storage_state()
             login.close()
-            figures: dict[str, list[float]] = {"topology": [], "placements": [], "zone graph": []}
+            # Every other page of ours, until its main content is drawn (issue 23).
+            pages = [
+                ("worst pairs", "/", "() => document.querySelectorAll('#worst-table tbody tr[data-pair]').length > 0"),
+                ("link", f"/links/{node.name}/{peer.name}/",
+                 "() => Number(document.getElementById('link-latency')?.dataset.points) > 0"),
+                ("node", f"/nodes/{node.name}/", "() => document.querySelectorAll('#node-links tbody tr').length > 0"),
+                ("zone", f"/zones/{node.zone}/", "() => document.querySelectorAll('#zone-pairs tbody tr').length > 0"),
+                ("search", "/search/?q=n", "() => !!document.getElementById('search-results')"),
+                ("appgroups", "/appgroups/", "() => !!document.getElementById('appgroup-table')"),
+                ("appgroup", f"/appgroups/{group.pk}", "() => !!document.querySelector('#graph .main-svg')"),
+                ("history", f"/appgroups/{group.pk}/history", "() => !!document.getElementById('history')"),
+                ("editor", f"/appgroups/{group.pk}/edit", "() => document.getElementById('editor')?.dataset.valid === 'true'"),
+                ("decisions", "/decisions/", "() => document.querySelectorAll('#decision-table tbody tr').length > 0"),
+                ("evaluation", "/evaluation/", "() => !!document.getElementById('run-evaluation')"),
+                ("diagnose", "/diagnose/?labels=app%3Dfrontend", "() => !!document.getElementById('diagnosis-sentences')"),
+            ]
+            figures: dict[str, list[float]] = {"topology": [], "placements": [], "zone graph": [],
+                                               **{name: [] for name, _p, _r in pages}}
             transferred: dict[str, int] = {}
             for _ in range(repeat):
                 for name, path, ready in (
                         ("topology", "/", "() => { const h = document.getElementById('heatmap'); return h && h.dataset.version; }"),
-                        ("placements", "/placements/", f"() => document.querySelectorAll('.chip').length === {pods}")):
+                        ("placements", "/placements/", f"() => document.querySelectorAll('.chip').length === {pods}"),
+                        *pages):
                     context = browser.new_context(storage_state=state, viewport={"width": 1400, "height": 1000})
                     page = context.new_page()
                     sizes: list[int] = []
@@ -212,7 +239,7 @@ def main() -> None:
     user = get_user_model().objects.create_user("bench", password=PASSWORD)
     from django.contrib.auth.models import Group
 
-    user.groups.add(Group.objects.get(name="viewer"))
+    user.groups.add(Group.objects.get(name="editor"))  # the editor page too
     started = time.perf_counter()
     seed(args.nodes, args.windows, args.pods)
     print(f"seeded {args.nodes} nodes x {args.windows} windows, {args.pods} pods in {time.perf_counter() - started:.0f} s")

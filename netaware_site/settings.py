@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "simple_history",
     "apps.topology",
     "apps.appgroups",
     "apps.scheduler",
@@ -68,6 +69,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Who made a change, for the change history of AppGroups and profiles.
+    "simple_history.middleware.HistoryRequestMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     # Every page and API needs a user, except health, /metrics and the login page.
     "apps.accounts.middleware.LoginRequiredMiddleware",

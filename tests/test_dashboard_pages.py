@@ -431,29 +431,66 @@ def test_evaluation_bad_input_is_a_form_error(client, overrides, field, message)
     assert "report" not in response.context
 
 
-def test_evaluation_runs_and_shows_table_and_figure(client):
-    response = client.post("/evaluation/", evaluation_post(extra_profiles="hybrid-3"))
-    assert response.status_code == 200, response.context["form"].errors
-    report = response.context["report"]
-    assert [p.profile for p in report.profiles] == ["default", "network", "hybrid-3"]
-    assert report.seeds == 2 and report.optimum is not None
-    rows = response.context["rows"]
-    assert rows[1]["profile"] == "network" and "±" in rows[1]["average"]
-    assert len(rows[0]["zones"]) == len(report.zones) == 4
-    network = report.profile("network").average_score.mean
-    default = report.profile("default").average_score.mean
-    assert network > default  # the network profile must beat kube-scheduler's default on this testbed
-    figure = response.context["figure"]
+def finished_run(client, data) -> tuple[str, object]:
+    """POST the form: a redirect to the run's page; the real worker carries the run out; its page."""
+    import time
+
+    from apps.dashboard.models import EvaluationRun
+
+    response = client.post("/evaluation/", data)
+    assert response.status_code == 302, response.context and response.context["form"].errors
+    url = response["Location"]
+    run = EvaluationRun.objects.get(pk=int(url.rstrip("/").rsplit("/", 1)[1]))
+    deadline = time.monotonic() + 120
+    while run.status in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.2)
+        run.refresh_from_db()
+    assert run.status == "done", (run.status, run.error)
+    return url, client.get(url)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_evaluation_runs_in_the_background_and_shows_table_and_figure(client, celery_worker_thread):
+    url, response = finished_run(client, evaluation_post(extra_profiles="hybrid-3"))
+    assert response.status_code == 200
+    result = response.context["result"]
+    rows = result["rows"]
+    assert [r["profile"] for r in rows] == ["default", "network", "hybrid-3"]
+    assert result["seeds"] == 2 and result["optimum"] is not None
+    assert "±" in rows[1]["average"] and len(rows[0]["zones"]) == len(result["zones"]) == 4
+    mean = {r["profile"]: float(r["average"].split(" ")[0]) for r in rows}
+    assert mean["network"] > mean["default"]  # the network profile must beat kube-scheduler's default on this testbed
+    figure = result["figure"]
     assert figure["data"][0]["type"] == "bar" and figure["data"][0]["x"] == ["default", "network", "hybrid-3"]
     body = response.content.decode()
     assert 'id="results-table"' in body and 'id="evaluation-figure"' in body and "% of optimum" in body
+    # The run's address is a shareable page: the form shows its input, the list links to it.
+    assert response.context["form"]["extra_profiles"].value() == "hybrid-3"
+    assert url in client.get("/evaluation/").content.decode()
+    assert client.get(url.replace("/evaluation/runs/", "/dashboard/data/evaluation/runs/").rstrip("/")).json()["status"] == "done"
 
 
-def test_evaluation_of_a_stored_appgroup(client):
+@pytest.mark.django_db(transaction=True)
+def test_evaluation_of_a_stored_appgroup(client, celery_worker_thread):
     group = seed_boutique()
     services.save_appgroup(spec=selectors.appgroup_spec(appgroup=group), appgroup=group)
-    response = client.post("/evaluation/", evaluation_post(appgroup=f"db:{group.pk}", profiles=["network"],
-                                                           with_optimum=""))
-    assert response.status_code == 200, response.context["form"].errors
-    report = response.context["report"]
-    assert report.appgroups == ("default/online-boutique",) and report.optimum is None
+    _url, response = finished_run(client, evaluation_post(appgroup=f"db:{group.pk}", profiles=["network"],
+                                                          with_optimum=""))
+    result = response.context["result"]
+    assert result["appgroups"] == ["default/online-boutique"] and result["optimum"] is None
+
+
+def test_a_run_of_a_deleted_appgroup_fails_with_a_reason(client):
+    from apps.dashboard import services as dashboard
+    from apps.dashboard.models import EvaluationRun
+
+    run = EvaluationRun.objects.create(params={"scenario": "scenarios/paper-testbed.yaml", "appgroup": "db:999999",
+                                               "seeds": 1, "first_seed": 0, "profiles": ["network"], "with_optimum": False})
+    dashboard.execute_evaluation(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == "failed" and "does not exist" in run.error
+    page = client.get(f"/evaluation/runs/{run.pk}").content.decode()
+    assert 'id="run-error"' in page
+    dashboard.execute_evaluation(run_id=run.pk)  # a finished run is left alone
+    run.refresh_from_db()
+    assert run.status == "failed"

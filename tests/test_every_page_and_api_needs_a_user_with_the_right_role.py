@@ -119,6 +119,8 @@ def test_viewer_reads_everything_and_is_refused_every_change_clearly():
     assert refused.status_code == 403 and "editor role" in refused.json()["detail"]
     assert viewer.delete(f"/api/appgroups/{group.pk}/").status_code == 403
     assert viewer.post("/evaluation/", {"seeds": "1"}).status_code == 403
+    evaluation = viewer.get("/evaluation/").content.decode()  # no Run button a viewer may not use
+    assert 'id="run-evaluation"' not in evaluation and "needs the editor role" in evaluation
     assert viewer.post("/api/scheduler/profiles/", {"name": "x"}, content_type="application/json").status_code == 403
 
 

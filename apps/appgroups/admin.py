@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django import forms
 from django.contrib import admin
 from django.forms.models import BaseInlineFormSet, construct_instance
+from simple_history.admin import SimpleHistoryAdmin
 
 from . import documents, services
 from .models import AppGroup, AppGroupTombstone, Dependency, Placement, Workload
@@ -225,7 +226,7 @@ class DependencyInline(admin.TabularInline):
 
 
 @admin.register(AppGroup)
-class AppGroupAdmin(admin.ModelAdmin):
+class AppGroupAdmin(SimpleHistoryAdmin):
     list_display = (
         "name",
         "namespace",

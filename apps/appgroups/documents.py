@@ -132,10 +132,32 @@ def spec_from_document(doc: Mapping[str, Any], *, default_namespace: str = "defa
         ours = _with_label_selector_objects(doc)
     except DocumentError as exc:
         raise DocumentError(errors=paths.errors(exc.errors)) from None
-    errors = crdschema.document_errors(ours) or validators.semantic_errors(ours)
+    errors = crdschema.document_errors(ours)
+    errors = _merged(errors, _semantic_best_effort(ours)) if errors else validators.semantic_errors(ours)
     if errors:
         raise DocumentError(errors=paths.errors(errors))
     return _spec(ours, default_namespace)
+
+
+def _semantic_best_effort(doc: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The semantic rules on a document that failed its schema: whatever they can judge (duplicate
+    names, unknown dependency targets...) is reported with the schema's errors, so a user sees every
+    mistake at once instead of one stage per fix. Rules that trip over a schema violation say nothing."""
+    try:
+        return validators.semantic_errors(doc)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError):
+        return {}
+
+
+def _merged(schema: dict[str, list[str]], semantic: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Schema errors plus the semantic ones about other fields: a semantic error on a field that
+    holds a schema error (e.g. "positive sum" over a negative latency) would only repeat it."""
+    out = {path: list(messages) for path, messages in schema.items()}
+    for path, messages in semantic.items():
+        if any(p == path or p.startswith((path + ".", path + "[")) for p in schema):
+            continue
+        out.setdefault(path, []).extend(messages)
+    return out
 
 
 def _with_label_selector_objects(doc: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -16,6 +16,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.lookups import GreaterThan
 from django.utils import timezone
+from simple_history.models import HistoricalRecords
 
 from netaware_core import quantity
 
@@ -29,6 +30,16 @@ def valid_choice(field: str, choices: type[models.TextChoices], *, name: str, me
     """The database's copy of a choice field's rule: only the choices' values are stored."""
     return models.CheckConstraint(condition=Q(**{f"{field}__in": choices.values}), name=name,
                                   violation_error_message=message)
+
+
+class AppGroupDocumentSnapshot(models.Model):
+    """What each change-history record of an AppGroup adds: the whole document as saved (its
+    workloads and dependencies are rewritten on every save, so their rows have no history of their own)."""
+
+    document = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
 
 
 class AppGroup(models.Model):
@@ -53,6 +64,12 @@ class AppGroup(models.Model):
     sync_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Who changed what and when (django-simple-history): the sync's bookkeeping is left out.
+    history = HistoricalRecords(
+        bases=[AppGroupDocumentSnapshot],
+        excluded_fields=["origin", "resource_version", "resource_uid", "spec_hash", "last_synced_at", "sync_error",
+                         "updated_at"],
+    )
 
     # What the sync and the database write; the admin and the API show them but never take them.
     BOOKKEEPING_FIELDS = ("resource_version", "spec_hash", "last_synced_at", "sync_error", "created_at", "updated_at")

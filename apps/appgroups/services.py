@@ -131,7 +131,16 @@ def save_appgroup(
     row.save()
     changed(appgroup=row, old_key=old_key, created=created, notify_cluster=notify_cluster)
     _write_graph(appgroup=row, spec=spec)
+    _record_document(appgroup=row)
     return row
+
+
+def _record_document(*, appgroup: AppGroup) -> None:
+    """The document as saved, on the change-history record this save created (which holds who and when)."""
+    record = appgroup.history.order_by("-history_id").first()
+    if record is not None:
+        record.document = export_document(appgroup=appgroup)
+        record.save(update_fields=["document"])
 
 
 def _locked_row(*, spec: AppGroupSpec, appgroup: AppGroup | None) -> AppGroup:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ NONE, MEASURED, INFERRED, STALE_INFERRED, STALE = 0, 1, 2, 3, 4
 KIND_NAMES = {NONE: "unknown", MEASURED: "measured", INFERRED: "inferred",
               STALE_INFERRED: "stale measurement dropped, inferred", STALE: "stale"}
 LINK_SERIES = ("rtt_p50", "rtt_p90", "rtt_p99", "loss_ratio", "bandwidth_bps")
-LINK_RANGES = {"1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
+LINK_RANGES = {"15m": 900, "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
 CACHE_SECONDS = 600
 
 
@@ -170,15 +170,19 @@ def _heatmap(snapshot: TopologySnapshot, metric: str) -> dict[str, Any]:
         sampled[si[ok], ti[ok]] = v[ok] * factor
     if from_snapshot is not None:
         values = np.array(from_snapshot, dtype=np.float64)
+        # The snapshot's inferred/stale flags are per pair, set when *any* metric was filled or
+        # dropped (bandwidth is tested on fewer pairs than RTT): a pair with recent samples of this
+        # metric's own series is measured for this metric, whatever the other metrics say.
+        unsampled = counts == 0
         kind = np.where(np.isnan(values), NONE, MEASURED)
-        kind = np.where(topology.inferred & ~np.isnan(values), INFERRED, kind)
-        kind = np.where(topology.stale & ~np.isnan(values), STALE_INFERRED, kind)
-        kind = np.where(topology.stale & np.isnan(values), STALE, kind)
+        kind = np.where(topology.inferred & unsampled & ~np.isnan(values), INFERRED, kind)
+        kind = np.where(topology.stale & unsampled & ~np.isnan(values), STALE_INFERRED, kind)
+        kind = np.where(topology.stale & unsampled & np.isnan(values), STALE, kind)
         source = f"snapshot v{snapshot.version}: what the scheduler scores with"
     else:
         values = sampled
         kind = np.where(np.isnan(values), NONE, MEASURED)
-        kind = np.where(topology.stale & np.isnan(values), STALE, kind)
+        kind = np.where(topology.stale & (counts == 0) & np.isnan(values), STALE, kind)
         q = round(snapshot.latency_quantile * 100)
         source = f"newest stored {series} samples (the scheduler uses p{q})"
     np.fill_diagonal(values, np.nan)
@@ -198,6 +202,53 @@ def _heatmap(snapshot: TopologySnapshot, metric: str) -> dict[str, Any]:
         "sampleWindowSeconds": _stale_after(),
         "min": float(finite.min()) if finite.size else None, "max": float(finite.max()) if finite.size else None,
         "kinds": {str(k): v for k, v in KIND_NAMES.items()},
+    }
+
+
+# --- worst pairs ---------------------------------------------------------------------------------
+
+# Metrics where a higher value is worse (latency, loss); for bandwidth a lower value is.
+HIGHER_IS_WORSE = {key: key != "bandwidth" for key in METRICS}
+MAX_WORST_PAIRS = 500
+
+
+def worst_pairs(*, sort: str, limit: int, worst_first: bool = True) -> tuple[str, dict[str, Any] | None]:
+    """(ETag, data): the ``limit`` node pairs ranked by ``sort`` (worst first, or best first), each
+    with every metric's value and how it is known, so one table can be re-sorted by any metric.
+
+    Built from the per-metric heatmaps (cached), so it agrees cell for cell with what the map shows.
+    """
+    if sort not in METRICS:
+        raise ValueError(f"sort: {sort!r} is not one of {', '.join(METRICS)}")
+    if not 1 <= limit <= MAX_WORST_PAIRS:
+        raise ValueError(f"limit: {limit} is not between 1 and {MAX_WORST_PAIRS}")
+    maps: dict[str, dict[str, Any]] = {}
+    keys = []
+    for metric in METRICS:
+        key, data = heatmap(metric=metric)
+        if data is None:
+            return "none", None
+        maps[metric] = data
+        keys.append(key)
+    nodes, zones = maps[sort]["nodes"], maps[sort]["zones"]
+    n = len(nodes)
+    values = np.array([np.nan if v is None else v for v in maps[sort]["values"]], dtype=np.float64)
+    ranked = np.flatnonzero(~np.isnan(values))
+    high_first = HIGHER_IS_WORSE[sort] == worst_first
+    by = -values[ranked] if high_first else values[ranked]
+    picked = ranked[np.argsort(by, kind="stable")[:limit]]
+    rows = [{
+        "source": nodes[k // n], "target": nodes[k % n],
+        "sourceZone": zones[k // n], "targetZone": zones[k % n],
+        "values": {m: maps[m]["values"][k] for m in METRICS},
+        "kinds": {m: KIND_NAMES[maps[m]["kind"][k]] for m in METRICS},
+    } for k in picked.tolist()]
+    return version_key("worst", keys, sort, limit, worst_first), {
+        "sort": sort, "limit": limit, "worstFirst": worst_first, "ranked": int(ranked.size),
+        "version": maps[sort]["version"],
+        "metrics": [{"key": m, "label": METRICS[m][1], "unit": METRICS[m][2],
+                     "higherIsWorse": HIGHER_IS_WORSE[m]} for m in METRICS],
+        "rows": rows,
     }
 
 
@@ -272,12 +323,59 @@ class LinkRange:
     until: datetime
 
 
-def parse_range(*, value: str | None, now: datetime | None = None) -> LinkRange:
+MAX_CUSTOM_RANGE = timedelta(days=90)
+
+
+def _instant(name: str, value: str) -> datetime:
+    """An ISO 8601 time (a naive one is UTC) or epoch seconds."""
+    try:
+        if value.replace(".", "", 1).isdigit():
+            return datetime.fromtimestamp(float(value), tz=UTC)
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (ValueError, OverflowError, OSError):
+        raise ValueError(f"{name}: {value!r} is not a time (ISO 8601, e.g. 2026-11-27T14:00:00Z, or epoch seconds)") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def parse_range(*, value: str | None, since: str | None = None, until: str | None = None,
+                now: datetime | None = None) -> LinkRange:
+    """A preset (``range``: 15m … 30d, ending now) or a custom range (``from``/``to``; ``to``
+    defaults to now), at most MAX_CUSTOM_RANGE long."""
     now = now or timezone.now()
+    if since or until:
+        start = _instant("from", since) if since else None
+        end = _instant("to", until) if until else now
+        if start is None:
+            raise ValueError("from: required with to")
+        if start >= end:
+            raise ValueError("from: must be before to")
+        if end - start > MAX_CUSTOM_RANGE:
+            raise ValueError(f"from: the range may span at most {MAX_CUSTOM_RANGE.days} days")
+        return LinkRange(since=start, until=end)
     value = value or "6h"
     if value not in LINK_RANGES:
         raise ValueError(f"range: {value!r} is not one of {', '.join(LINK_RANGES)}")
     return LinkRange(since=now - timedelta(seconds=LINK_RANGES[value]), until=now)
+
+
+MAX_EVENTS = 200
+
+
+def link_events(*, source: str, target: str, span: LinkRange) -> list[dict[str, Any]]:
+    """What happened around the link in the range, for the charts' annotations: pods bound to either
+    node, and topology snapshots that were stale (with their reason); newest MAX_EVENTS of each."""
+    from apps.appgroups.models import Placement
+
+    events: list[dict[str, Any]] = []
+    binds = (Placement.objects.filter(node_name__in=[source, target], bound_at__gt=span.since, bound_at__lte=span.until)
+             .order_by("-bound_at").values_list("bound_at", "pod_namespace", "pod_name", "node_name")[:MAX_EVENTS])
+    for at, namespace, pod, node in binds:
+        events.append({"t": at.timestamp(), "kind": "bind", "text": f"{namespace}/{pod} bound to {node}"})
+    stale = (TopologySnapshot.objects.filter(created_at__gt=span.since, created_at__lte=span.until, stale=True)
+             .order_by("-created_at").values_list("created_at", "version", "stale_reason")[:MAX_EVENTS])
+    for at, version, reason in stale:
+        events.append({"t": at.timestamp(), "kind": "stale", "text": f"snapshot v{version} stale: {reason}"})
+    return sorted(events, key=lambda e: e["t"])
 
 
 def link_history(*, source: str, target: str, span: LinkRange) -> dict[str, Any]:
@@ -335,3 +433,79 @@ def link_now(*, source: str, target: str) -> dict[str, Any] | None:
         "inferred": bool(topology.inferred[i, j]), "stale": bool(topology.stale[i, j]),
         "quantile": snapshot.latency_quantile,
     }
+
+
+# --- one node, one zone, search ------------------------------------------------------------------
+
+
+def _pair(topology: Any, i: int, j: int) -> dict[str, Any]:
+    def value(matrix: np.ndarray) -> float | None:
+        number = float(matrix[i, j])
+        return None if math.isnan(number) else round(number, 3)
+
+    return {"latency": value(topology.latency_ms), "bandwidth": value(topology.bandwidth_mbps),
+            "loss": value(topology.loss_pct), "inferred": bool(topology.inferred[i, j]),
+            "stale": bool(topology.stale[i, j])}
+
+
+def node_links(*, name: str) -> dict[str, Any] | None:
+    """The node's links to every peer in the current snapshot, both directions, slowest first;
+    None before the first snapshot, ``known`` False when the snapshot does not hold the node."""
+    snapshot = current_snapshot()
+    if snapshot is None:
+        return None
+    topology = topology_for(snapshot=snapshot)
+    i = topology.index.get(name)
+    if i is None:
+        return {"version": snapshot.version, "known": False, "peers": []}
+    peers: list[dict[str, Any]] = [{"peer": peer, "zone": topology.zones[j], "region": topology.regions[j],
+                                    "out": _pair(topology, i, j), "back": _pair(topology, j, i)}
+                                   for j, peer in enumerate(topology.nodes) if j != i]
+    peers.sort(key=lambda p: (p["out"]["latency"] is None, -(p["out"]["latency"] or 0.0), p["peer"]))
+    return {"version": snapshot.version, "known": True, "peers": peers, "quantile": snapshot.latency_quantile}
+
+
+def zone_pairs(*, name: str) -> dict[str, Any] | None:
+    """The zone's row of the zone summary: its nodes and its medians to and from every zone."""
+    _key, data = zone_summary()
+    if data is None:
+        return None
+    zone = next((z for z in data["zones"] if z["name"] == name), None)
+    return {"version": data["version"], "zone": zone,
+            "out": [p for p in data["pairs"] if p["from"] == name],
+            "back": {p["from"]: p for p in data["pairs"] if p["to"] == name}}
+
+
+MAX_SEARCH_RESULTS = 20
+
+
+def search(*, query: str) -> dict[str, list[dict[str, Any]]]:
+    """Nodes, zones, AppGroups and pods whose name contains ``query`` (case-insensitive), each list
+    capped; pods come from placements and the cluster watcher's cache."""
+    from apps.appgroups.models import AppGroup, Placement
+    from apps.scheduler.models import ObservedPod
+
+    q = query.strip()
+    if not q:
+        return {"nodes": [], "zones": [], "appgroups": [], "pods": []}
+    cap = MAX_SEARCH_RESULTS
+    nodes: list[dict[str, Any]] = [dict(row) for row in Node.objects.filter(name__icontains=q).order_by("name")
+                                   .values("name", "zone", "region")[:cap]]
+    zones = sorted({z for z in Node.objects.filter(zone__icontains=q).values_list("zone", flat=True) if z})[:cap]
+    if "/" in q:
+        namespace, _, name = q.rpartition("/")
+        groups_qs = AppGroup.objects.filter(namespace__icontains=namespace, name__icontains=name)
+    else:
+        groups_qs = AppGroup.objects.filter(name__icontains=q) | AppGroup.objects.filter(namespace__icontains=q)
+    groups: list[dict[str, Any]] = [dict(row) for row in groups_qs.order_by("namespace", "name")
+                                    .values("pk", "namespace", "name")[:cap]]
+    pod_name = q.rpartition("/")[2]
+    pods: dict[str, dict[str, Any]] = {}
+    for ns, name, node in (Placement.objects.filter(pod_name__icontains=pod_name)
+                           .order_by("pod_namespace", "pod_name").values_list("pod_namespace", "pod_name", "node_name")[:cap]):
+        pods[f"{ns}/{name}"] = {"pod": f"{ns}/{name}", "node": node}
+    for ns, name, node in (ObservedPod.objects.filter(name__icontains=pod_name, terminal=False)
+                           .order_by("namespace", "name").values_list("namespace", "name", "node_name")[:cap]):
+        pods.setdefault(f"{ns}/{name}", {"pod": f"{ns}/{name}", "node": node})
+    return {"nodes": nodes, "zones": [{"name": z} for z in zones], "appgroups": groups,
+            "pods": sorted(pods.values(), key=lambda p: p["pod"])[:cap]}

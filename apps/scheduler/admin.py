@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.utils.html import format_html
+from simple_history.admin import SimpleHistoryAdmin
 
 from . import services
 from .models import Decision, ObservedPod, SchedulerProfile
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 
 @admin.register(SchedulerProfile)
-class SchedulerProfileAdmin(admin.ModelAdmin):
+class SchedulerProfileAdmin(SimpleHistoryAdmin):
     """Edits the stored fields (a netaware.io/v1alpha1 profile's); shows the profile as the current
     version's document (netaware.io/v1), which the API also accepts."""
 

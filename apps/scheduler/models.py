@@ -9,6 +9,7 @@ import orjson
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from simple_history.models import HistoricalRecords
 
 from .choices import Verb
 from .profiles import validate_profile_fields
@@ -85,6 +86,7 @@ class SchedulerProfile(models.Model):
     params = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords(excluded_fields=["updated"])  # who changed what and when
 
     class Meta:
         ordering = ("name",)

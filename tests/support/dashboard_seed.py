@@ -88,3 +88,57 @@ def seed_measured_topology_with_stale_pair():
     for meta in metas:
         services.upsert_node(name=meta.name, zone=meta.zone, region=meta.region, source="metrics")
     return services.store_topology(topology=topology, source="measured")
+
+
+# Seven nodes in three zones for the triage views: RTT quantiles, loss and bandwidth stored as
+# samples through the probes service, the snapshot derived from them by the real derivation.
+TRIAGE_ZONES = {"a1": "A", "a2": "A", "a3": "A", "b1": "B", "b2": "B", "f1": "FAR", "f2": "FAR"}
+
+
+def triage_rtt_ms(source: str, target: str) -> float:
+    """A spread of p90 RTTs: sub-ms within a zone, a few ms A<->B, 20-40 ms to FAR (all different)."""
+    zs, zt = TRIAGE_ZONES[source], TRIAGE_ZONES[target]
+    names = sorted(TRIAGE_ZONES)
+    jitter = (names.index(source) * 7 + names.index(target) * 3) % 11 / 10
+    if zs == zt:
+        return 0.3 + jitter / 10
+    if "FAR" in (zs, zt):
+        return 20.0 + 2 * jitter * 10 * (1 if "f2" in (source, target) else 0.5)
+    return 2.0 + jitter
+
+
+def seed_triage(*, bandwidth_pairs: int = 10):
+    """Samples of every series for every pair (bandwidth only for the first ``bandwidth_pairs``
+    pairs: the rest are inferred for bandwidth, and so flagged inferred in the snapshot), and a
+    snapshot with p90 latency derived from them. Returns (snapshot, pairs)."""
+    import time
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from apps.probes import services as probes
+    from apps.topology import services
+    from apps.topology.topomath import NodeMeta, PairArrays, derive_topology
+
+    now = time.time()
+    ts = datetime.fromtimestamp(int(now) - 5, tz=UTC)
+    pairs = [(s, d) for s in TRIAGE_ZONES for d in TRIAGE_ZONES if s != d]
+    src, dst = [p[0] for p in pairs], [p[1] for p in pairs]
+    p90 = np.asarray([triage_rtt_ms(s, d) for s, d in pairs])
+    loss = np.asarray([(0.04 if "f2" in p else 0.01 if "f1" in p else 0.0) for p in pairs])
+    bandwidth = np.asarray([1e9 / (1 + v) for v in p90])
+    probes.ensure_partitions(start=ts)
+    for series, values in (("rtt_p50", p90 * 0.6), ("rtt_p90", p90), ("rtt_p99", p90 * 1.8), ("loss_ratio", loss)):
+        probes.store_pair_points(ts=ts, series=series, sources=src, targets=dst, values=values / 1000 if series.startswith("rtt") else values,
+                                 unit_interval=series == "loss_ratio")
+    k = bandwidth_pairs
+    probes.store_pair_points(ts=ts, series="bandwidth_bps", sources=src[:k], targets=dst[:k], values=bandwidth[:k])
+    metas = [NodeMeta(name, zone, "lab") for name, zone in TRIAGE_ZONES.items()]
+    at = np.full(len(pairs), ts.timestamp())
+    arrays = PairArrays.from_series(nodes=list(TRIAGE_ZONES), latency=(src, dst, p90, at),
+                                    loss=(src, dst, loss * 100, at),
+                                    bandwidth=(src[:k], dst[:k], bandwidth[:k] / 1e6, at[:k]))
+    topology = derive_topology(nodes=metas, pairs=arrays, now=now, stale_after_s=600)
+    for meta in metas:
+        services.upsert_node(name=meta.name, zone=meta.zone, region=meta.region, source="metrics")
+    return services.store_topology(topology=topology, source="measured", data_until=ts), pairs

@@ -7,6 +7,7 @@ Every write and every validation goes through ``apps.appgroups.services`` (``imp
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +77,26 @@ def appgroup_list(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/appgroups/list.html", {
         "groups": groups, "zones": zone_list, "overview": overview, "zone_totals": totals,
     })
+
+
+@require_GET
+def appgroup_history(request: HttpRequest, pk: int) -> HttpResponse:
+    """Who changed the AppGroup, when, and how: each saved version's document against the one before."""
+    appgroup = get_object_or_404(AppGroup, pk=pk)
+    records = list(appgroup.history.select_related("history_user").order_by("history_id"))
+    entries = []
+    previous: dict[str, Any] | None = None
+    for record in records:
+        now = record.document
+        before = document_yaml(previous).splitlines() if previous else []
+        after = document_yaml(now).splitlines() if now else []
+        diff = list(difflib.unified_diff(before, after, "before", "after", lineterm="", n=2))[2:]
+        entries.append({"record": record, "user": record.history_user, "kind": {"+": "created", "~": "changed", "-": "deleted"}
+                        .get(record.history_type, record.history_type), "diff": diff,
+                        "unchanged": previous is not None and now == previous})
+        previous = now or previous
+    entries.reverse()
+    return render(request, "dashboard/appgroups/history.html", {"appgroup": appgroup, "entries": entries})
 
 
 @require_GET

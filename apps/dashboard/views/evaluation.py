@@ -1,27 +1,31 @@
-"""The evaluation page: run the evaluation harness on a scenario and compare scheduler profiles."""
+"""The evaluation page: run the evaluation harness on a scenario and compare scheduler profiles, as a
+background run (Celery) with its own page: progress while it runs, results at a shareable address."""
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 from django import forms
 from django.conf import settings
-from django.shortcuts import render
-from django.views.decorators.http import require_http_methods
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.accounts.permissions import missing, refusal
 from apps.accounts.roles import RUN_EVALUATION
-from apps.appgroups import services
 from apps.appgroups.models import AppGroup
-from apps.scheduler.evaluation import EvaluationInputError, report_figure, run_evaluation
+from apps.scheduler.evaluation import EvaluationInputError
 from apps.scheduler.evaluation.simulate import PAPER_PROFILES, parse_profile
 from netaware_core.yamlsafe import load_yaml
 
+from .. import services
+from ..evaluations import DB_PREFIX
+from ..models import EvaluationRun
+from .common import data_response
+
 MAX_SEEDS = 100
-DB_PREFIX = "db:"
 
 
 def scenario_dir() -> Path:
@@ -85,82 +89,53 @@ class EvaluationForm(forms.Form):
         return data
 
 
-def _appgroup_file(choice: str, tmpdir: str) -> Path:
-    """A file path for the AppGroup choice; a stored AppGroup is exported (our CR) to a temp file."""
-    if not choice.startswith(DB_PREFIX):
-        return Path(settings.BASE_DIR) / choice
-
-    appgroup = AppGroup.objects.get(pk=int(choice[len(DB_PREFIX):]))
-    path = Path(tmpdir) / f"{appgroup.namespace}-{appgroup.name}.yaml"
-    path.write_text(yaml.safe_dump(services.export_document(appgroup=appgroup), sort_keys=False))
-    return path
-
-
-def _fmt(stat: Any, digits: int = 1) -> str:
-    mean, sd = stat.mean, stat.sd
-    if mean != mean:
-        return "n/a"
-    return f"{mean:.{digits}f} ± {sd:.{digits}f}"
-
-
-def json_safe(value: Any) -> Any:
-    """NaN/inf -> None, so the figure survives JSON.parse in the browser."""
-    if isinstance(value, float):
-        return None if value != value or value in (float("inf"), float("-inf")) else value
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
-
-
-def report_rows(report: Any) -> list[dict[str, Any]]:
-    rows = []
-    for r in report.profiles:
-        frac = r.fraction_of_optimum
-        rows.append({
-            "profile": r.profile,
-            "description": r.description,
-            "average": _fmt(r.average_score),
-            "total": _fmt(r.total_score, 0),
-            "optimum": f"{100 * frac:.1f}" if frac == frac else "n/a",
-            "latency": _fmt(r.latency_ms),
-            "zones": [_fmt(r.pods_per_zone[z]) for z in report.zones],
-            "worst": f"{r.worst_workload} ({r.worst_workload_score:.1f})" if r.worst_workload else "–",
-            "paper": report.paper_average_scores.get(r.profile),
-            "unscheduled": r.unscheduled_pods,
-        })
-    return rows
-
-
 @require_http_methods(["GET", "POST"])
-def evaluation_page(request):
-    if request.method == "POST":
-        lacking = missing(request.user, [RUN_EVALUATION])
-        if lacking:
-            from django.core.exceptions import PermissionDenied
-
-            raise PermissionDenied(refusal(lacking, "Running an evaluation"))
+def evaluation_page(request):  # type: ignore[no-untyped-def]
+    """The form; a valid POST queues a background run and goes to its page (a shareable address)."""
+    lacking = missing(request.user, [RUN_EVALUATION])
+    if request.method == "POST" and lacking:
+        raise PermissionDenied(refusal(lacking, "Running an evaluation"))
     form = EvaluationForm(request.POST or None)
-    context: dict[str, Any] = {"form": form, "max_seeds": MAX_SEEDS}
-    status = 200
-    if request.method == "POST":
-        if form.is_valid():
-            data = form.cleaned_data
-            with tempfile.TemporaryDirectory(prefix="netaware-eval-") as tmpdir:
-                try:
-                    report = run_evaluation(
-                        Path(settings.BASE_DIR) / data["scenario"], _appgroup_file(data["appgroup"], tmpdir),
-                        profiles=data["all_profiles"], seeds=data["seeds"],
-                        first_seed=data.get("first_seed") or 0, with_optimum=data["with_optimum"],
-                    )
-                except EvaluationInputError as exc:
-                    form.add_error(None, str(exc))
-                    report = None
-            if report is not None:
-                context.update(report=report, rows=report_rows(report), last_seed=report.first_seed + report.seeds - 1, figure=json_safe(report_figure(report)))
-            else:
-                status = 400
-        else:
-            status = 400
-    return render(request, "dashboard/evaluation.html", context, status=status)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        run = services.queue_evaluation(user=request.user, params={
+            "scenario": data["scenario"], "appgroup": data["appgroup"], "seeds": data["seeds"],
+            "first_seed": data.get("first_seed") or 0, "profiles": data["all_profiles"],
+            "with_optimum": data["with_optimum"]})
+        return redirect("dashboard-evaluation-run", pk=run.pk)
+    return render(request, "dashboard/evaluation.html", {
+        "form": form, "max_seeds": MAX_SEEDS, "may_run": not lacking, "refusal": refusal(lacking, "Running an evaluation") if lacking else "",
+        "recent": EvaluationRun.objects.select_related("created_by")[:10],
+    }, status=400 if request.method == "POST" else 200)
+
+
+def _run_form(run: EvaluationRun) -> EvaluationForm:
+    params = run.params
+    profiles = [p for p in params.get("profiles", []) if p in PAPER_PROFILES]
+    extra = [p for p in params.get("profiles", []) if p not in PAPER_PROFILES]
+    return EvaluationForm(initial={"scenario": params.get("scenario"), "appgroup": params.get("appgroup"),
+                                   "seeds": params.get("seeds"), "first_seed": params.get("first_seed"),
+                                   "profiles": profiles, "extra_profiles": ", ".join(extra),
+                                   "with_optimum": params.get("with_optimum")})
+
+
+@require_GET
+def evaluation_run_page(request, pk: int):  # type: ignore[no-untyped-def]
+    """One run: its progress while it runs, its results once done; the form is filled with its input."""
+    run = get_object_or_404(EvaluationRun.objects.select_related("created_by"), pk=pk)
+    lacking = missing(request.user, [RUN_EVALUATION])
+    return render(request, "dashboard/evaluation.html", {
+        "form": _run_form(run), "max_seeds": MAX_SEEDS, "run": run, "result": run.result,
+        "may_run": not lacking, "refusal": refusal(lacking, "Running an evaluation") if lacking else "",
+        "recent": EvaluationRun.objects.select_related("created_by")[:10],
+    })
+
+
+@require_GET
+def evaluation_run_data(request, pk: int):  # type: ignore[no-untyped-def]
+    run = get_object_or_404(EvaluationRun, pk=pk)
+    return data_response(request, None, {
+        "id": run.pk, "status": run.status, "stage": run.stage, "error": run.error,
+        "createdAt": run.created_at.timestamp(), "startedAt": run.started_at.timestamp() if run.started_at else None,
+        "finishedAt": run.finished_at.timestamp() if run.finished_at else None,
+    })

@@ -34,7 +34,23 @@ window.netaware = (function () {
     if (seconds < 172800) return (seconds / 3600).toFixed(1) + " h";
     return (seconds / 86400).toFixed(1) + " d";
   }
+  let plotlyLoading = null;
   const api = {
+    // Plotly (~0.5 MB) is fetched only when a page first draws a chart, from the URL its template
+    // put in <body data-plotly>; pages without charts never name it.
+    plotly() {
+      if (window.Plotly) return Promise.resolve(window.Plotly);
+      if (!plotlyLoading) {
+        plotlyLoading = new Promise((resolve, reject) => {
+          const s = document.createElement("script");
+          s.src = document.body.dataset.plotly;
+          s.onload = () => resolve(window.Plotly);
+          s.onerror = () => { plotlyLoading = null; reject(new Error("could not load " + s.src)); };
+          document.head.appendChild(s);
+        });
+      }
+      return plotlyLoading;
+    },
     getJSON(url) { return request(url); },
     postJSON(url, data) {
       return request(url, { method: "POST", body: JSON.stringify(data),

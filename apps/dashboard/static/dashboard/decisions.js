@@ -11,6 +11,21 @@
   [...form.elements].forEach(el => { if (el.name && params0.get(el.name)) el.value = params0.get(el.name); });
   if (params0.get("offset")) offset = parseInt(params0.get("offset"), 10) || 0;
   if (params0.get("open")) openId = params0.get("open");
+  if (params0.get("limit") && [...sizeSelect.options].some(o => o.value === params0.get("limit"))) sizeSelect.value = params0.get("limit");
+  // Everything the view shows is in its address (filters, page, page size, the open decision):
+  // a reload or a shared link shows the same.
+  function state() {
+    const p = filters();
+    if (offset) p.set("offset", offset);
+    if (sizeSelect.value !== "50") p.set("limit", sizeSelect.value);
+    if (openId) p.set("open", openId);
+    return p;
+  }
+  function saveState() { history.replaceState(null, "", "?" + state().toString()); }
+  function select(tr, id) {
+    tbody.querySelectorAll("tr.selected").forEach(x => { x.classList.remove("selected"); });
+    tr.classList.add("selected"); openId = id; saveState(); show(id);
+  }
 
   function filters() {
     const p = new URLSearchParams();
@@ -45,21 +60,27 @@
     document.getElementById("newer").disabled = offset === 0;
     document.getElementById("older").disabled = offset + rows.length >= count;
     if (!rows.length) { const tr = N.el("tr"); tr.appendChild(N.el("td", { colspan: 8 }, "No decisions match.")); tbody.appendChild(tr); }
+    if (openId === "newest") openId = rows.length ? String(rows[0].id) : null;  // ?open=newest: the first row, opened
     rows.forEach(d => {
       const tr = N.el("tr", { "data-id": d.id, style: "cursor:pointer" });
-      [(d.ts || "").replace("T", " ").slice(0, 19), d.verb, d.pod || "–", d.workload || "–", d.profile || "", String(d.candidates ?? "")]
+      // The time is a link to this decision (focusable, Enter opens it here, shareable).
+      const when = N.el("td"), p = state(); p.set("open", d.id);
+      const link = N.el("a", { href: "?" + p.toString(), class: "open-decision", "aria-label": d.verb + " " + (d.pod || "") + " at " + (d.ts || "").replace("T", " ").slice(0, 19) + ": show the breakdown" },
+        (d.ts || "").replace("T", " ").slice(0, 19));
+      link.addEventListener("click", ev => { ev.preventDefault(); ev.stopPropagation(); select(tr, d.id); });
+      when.appendChild(link); tr.appendChild(when);
+      [d.verb, d.pod || "–", d.workload || "–", d.profile || "", String(d.candidates ?? "")]
         .forEach(t => tr.appendChild(N.el("td", {}, t)));
       tr.appendChild(N.el("td", d.error ? { class: "bad" } : {}, d.error ? "error: " + d.error : summary(d)));
       tr.appendChild(N.el("td", {}, N.fmt(d.duration_ms, 2)));
       if (String(d.id) === String(openId)) tr.classList.add("selected");
-      tr.addEventListener("click", () => { tbody.querySelectorAll("tr.selected").forEach(x => x.classList.remove("selected")); tr.classList.add("selected"); openId = d.id; show(d.id); });
+      tr.addEventListener("click", () => select(tr, d.id));
       tbody.appendChild(tr);
     });
   }
   const live = N.live(url, 10, render, { onError: r => N.showError("decisions-error", "Could not load decisions: HTTP " + r.status + " " + JSON.stringify(r.body)) });
   function reload() {
-    const p = filters(); if (offset) p.set("offset", offset);
-    history.replaceState(null, "", "?" + p.toString());
+    saveState();
     N.showError("decisions-error", ""); live.refresh();
   }
   form.addEventListener("submit", e => { e.preventDefault(); offset = 0; reload(); });
@@ -113,9 +134,9 @@
     const chart = document.getElementById("breakdown-chart");
     if (traces.length) {
       chart.style.display = "";
-      Plotly.react(chart, traces, { barmode: "group", yaxis: { title: { text: "score (0–100)" }, range: [0, 105] },
+      N.plotly().then(() => Plotly.react(chart, traces, { barmode: "group", yaxis: { title: { text: "score (0–100)" }, range: [0, 105] },
         yaxis2: { title: { text: "extender (0–10)" }, overlaying: "y", side: "right", range: [0, 10.5] },
-        xaxis: { type: "category" }, legend: { orientation: "h", y: 1.15 }, margin: { t: 30 } }, { responsive: true, displaylogo: false });
+        xaxis: { type: "category" }, legend: { orientation: "h", y: 1.15 }, margin: { t: 30 } }, { responsive: true, displaylogo: false }));
     } else { chart.style.display = "none"; }
     table(document.getElementById("breakdown-table"), cols, top, bd);
     const details = document.getElementById("breakdown-rest");
@@ -124,6 +145,42 @@
     details.querySelector("summary").textContent = "… " + rest.length + " more node(s) (lower scores)";
     table(details.querySelector("table"), cols, rest, bd);
     if (!nodes.length) { const tb = document.querySelector("#breakdown-table tbody"); const tr = N.el("tr"); tr.appendChild(N.el("td", {}, "No per-node breakdown for this call.")); tb.appendChild(tr); }
+    why(d);
   }
-  if (openId) show(openId);
+
+  // "Why is this pod here": for a prioritize/bind/preempt call, the pod's filter call at or before it
+  // (which nodes passed, which were rejected and why, the placement plan), shown with the decision.
+  async function why(d) {
+    const box = document.getElementById("breakdown-why");
+    box.innerHTML = ""; box.hidden = true;
+    if (d.verb === "filter" || !d.pod) return;
+    const q = new URLSearchParams({ pod: d.pod, verb: "filter", limit: "1" });
+    if (d.ts) q.set("until", d.ts);
+    const r = await N.getJSON("/api/scheduler/decisions/?" + q.toString());
+    const f = r.ok && r.body && (r.body.results || [])[0];
+    box.hidden = false;
+    box.appendChild(N.el("h3", {}, "Why " + (d.node ? "on " + d.node : "here")));
+    if (!f) { box.appendChild(N.el("p", { class: "muted" }, "No filter call logged for this pod before this decision.")); return; }
+    const full = await N.getJSON("/api/scheduler/decisions/" + f.id + "/");
+    const result = (full.ok && full.body.result) || f.result || {};
+    const ul = N.el("ul", { class: "sentences" });
+    ul.appendChild(N.el("li", {}, "Filter call: " + summary(f)));
+    const rejected = Object.entries(Object.assign({}, result.failed || {}, result.unresolvable || {}));
+    if (rejected.length) {
+      const li = N.el("li", {}, rejected.length + " node(s) rejected: ");
+      li.appendChild(N.el("span", { id: "why-rejected" }, rejected.slice(0, 8).map(([n, reason]) => n + " (" + reason + ")").join("; ") + (rejected.length > 8 ? "; …" : "")));
+      ul.appendChild(li);
+    }
+    if (result.plan) ul.appendChild(N.el("li", {}, "Placement plan " + result.plan.id + " (" + result.plan.method + "): zone(s) " + ((result.plan.zones || []).join(", ") || "none")
+      + (result.plan.reason ? " — computed because: " + result.plan.reason : "")));
+    box.appendChild(ul);
+    const p = filters(); p.set("open", f.id);
+    const a = N.el("a", { href: "?" + p.toString(), id: "why-filter-link" }, "Open the filter call");
+    a.addEventListener("click", ev => { ev.preventDefault(); openId = f.id; saveState(); show(f.id); });
+    box.appendChild(a);
+  }
+  if (openId && openId !== "newest") show(openId);
+  else if (openId === "newest") {  // opened once the first page is there
+    const wait = setInterval(() => { if (openId !== "newest") { clearInterval(wait); if (openId) { saveState(); show(openId); } } }, 100);
+  }
 })();

@@ -71,10 +71,28 @@
   function labelled(text, control) {
     const l = N.el("label", {}, text); l.appendChild(control); l.appendChild(N.el("span", { class: "field-error" })); return l;
   }
-  function button(text, onClick, cls) {
-    const b = N.el("button", { type: "button", class: cls || "secondary" }, text);
-    b.addEventListener("click", () => { onClick(); render(); changed(); });
+  // A button that changes the model and redraws the form. Redrawing would drop the keyboard focus
+  // to the page: `focusAfter` names (by a selector) what gets the focus next, e.g. the new field.
+  function button(text, onClick, cls, focusAfter, label) {
+    const b = N.el("button", { type: "button", class: cls || "secondary", "aria-label": label || null }, text);
+    b.addEventListener("click", () => {
+      onClick(); render(); changed();
+      const target = focusAfter && form.querySelector(typeof focusAfter === "function" ? focusAfter() : focusAfter);
+      if (target) target.focus();
+    });
     return b;
+  }
+  // Dependency drop-downs list the workloads' current names: refreshed in place while a name is
+  // typed (a redraw would take the focus away from the name field).
+  function refreshTargets() {
+    model.workloads.forEach((w, i) => w.deps.forEach((d, j) => {
+      const select = form.querySelector('select[name="w' + i + '-dep' + j + '-target"]');
+      if (!select) return;
+      const names = model.workloads.map(o => o.name).filter(n => n && n !== w.name);
+      if (d.target && !names.includes(d.target)) names.push(d.target);
+      select.innerHTML = "";
+      names.forEach(n => { const o = N.el("option", {}, n); if (n === d.target) o.selected = true; select.appendChild(o); });
+    }));
   }
   function render() {
     const box = document.getElementById("workloads");
@@ -83,13 +101,18 @@
       const base = "spec.workloads[" + i + "]";
       const card = N.el("div", { class: "editor-workload", "data-path": base, "data-workload": i });
       const head = N.el("div", { class: "editor-row" });
-      head.appendChild(labelled("Workload name", input(w.name, base + ".name", v => { w.name = v; }, { name: "w" + i + "-name" })));
+      head.appendChild(labelled("Workload name", input(w.name, base + ".name", v => {
+        const old = w.name;
+        w.name = v;
+        if (old) model.workloads.forEach(o => o.deps.forEach(d => { if (d.target === old) d.target = v; }));  // follow the rename
+        refreshTargets();
+      }, { name: "w" + i + "-name" })));
       head.appendChild(labelled("Weight", input(w.weight, base + ".weight", v => { w.weight = v; }, { name: "w" + i + "-weight", class: "narrow" })));
       head.appendChild(labelled("Replicas", input(w.replicas, base + ".replicas", v => { w.replicas = v; }, { name: "w" + i + "-replicas", class: "narrow", placeholder: "1" })));
       head.appendChild(button("Remove workload", () => {
         model.workloads.splice(i, 1);
         model.workloads.forEach(o => { o.deps = o.deps.filter(d => d.target !== w.name); });
-      }));
+      }, "secondary", "#add-workload", "Remove workload " + (w.name || i + 1)));
       card.appendChild(head);
       // selector
       const sel = N.el("div", { "data-path": base + ".selector", class: "selector" });
@@ -98,7 +121,7 @@
         const row = N.el("div", { class: "editor-row" });
         row.appendChild(labelled("label key", input(pair[0], base + ".selector.matchLabels", v => { pair[0] = v; }, { name: "w" + i + "-label" + k + "-key" })));
         row.appendChild(labelled("= value", input(pair[1], base + ".selector.matchLabels." + pair[0], v => { pair[1] = v; }, { name: "w" + i + "-label" + k + "-value" })));
-        row.appendChild(button("×", () => w.labels.splice(k, 1)));
+        row.appendChild(button("×", () => w.labels.splice(k, 1), "secondary", '[data-focus="w' + i + '-add-label"]', "Remove label " + (pair[0] || k + 1) + " of workload " + (w.name || i + 1)));
         sel.appendChild(row);
       });
       w.exprs.forEach((e, k) => {
@@ -110,12 +133,16 @@
         row.appendChild(labelled("operator", op));
         if (e.operator === "In" || e.operator === "NotIn")
           row.appendChild(labelled("values (comma-separated)", input(e.values, base + ".selector.matchExpressions[" + k + "].values", v => { e.values = v; }, { name: "w" + i + "-expr" + k + "-values" })));
-        row.appendChild(button("×", () => w.exprs.splice(k, 1)));
+        row.appendChild(button("×", () => w.exprs.splice(k, 1), "secondary", '[data-focus="w' + i + '-add-expr"]', "Remove expression " + (e.key || k + 1) + " of workload " + (w.name || i + 1)));
         sel.appendChild(row);
       });
       const selActions = N.el("div", { class: "actions" });
-      selActions.appendChild(button("+ label", () => w.labels.push(["", ""])));
-      selActions.appendChild(button("+ expression", () => w.exprs.push({ key: "", operator: "In", values: "" })));
+      const addLabel = button("+ label", () => w.labels.push(["", ""]), "secondary", () => '[name="w' + i + '-label' + (w.labels.length - 1) + '-key"]', "Add a label to workload " + (w.name || i + 1));
+      addLabel.dataset.focus = "w" + i + "-add-label";
+      const addExpr = button("+ expression", () => w.exprs.push({ key: "", operator: "In", values: "" }), "secondary", () => '[name="w' + i + '-expr' + (w.exprs.length - 1) + '-key"]', "Add an expression to workload " + (w.name || i + 1));
+      addExpr.dataset.focus = "w" + i + "-add-expr";
+      selActions.appendChild(addLabel);
+      selActions.appendChild(addExpr);
       selActions.appendChild(N.el("span", { class: "match-preview", id: "matches-" + i }));
       sel.appendChild(selActions);
       sel.appendChild(N.el("span", { class: "field-error" }));
@@ -139,12 +166,15 @@
         row.appendChild(labelled("maxNetworkCost", input(d.maxNetworkCost, dbase + ".maxNetworkCost", v => { d.maxNetworkCost = v; }, { class: "narrow", name: "w" + i + "-dep" + j + "-maxcost", placeholder: "none" })));
         row.appendChild(labelled("minBandwidth", input(d.minBandwidth, dbase + ".minBandwidth", v => { d.minBandwidth = v; }, { class: "narrow", name: "w" + i + "-dep" + j + "-minbw", placeholder: "e.g. 100M" })));
         row.appendChild(labelled("edge weight", input(d.weight, dbase + ".weight", v => { d.weight = v; }, { class: "narrow", name: "w" + i + "-dep" + j + "-weight", placeholder: "1" })));
-        row.appendChild(button("×", () => w.deps.splice(j, 1)));
+        row.appendChild(button("×", () => w.deps.splice(j, 1), "secondary", '[data-focus="w' + i + '-add-dep"]', "Remove the dependency of " + (w.name || "workload " + (i + 1)) + " on " + (d.target || j + 1)));
         const err = N.el("span", { class: "field-error" }); row.appendChild(err);
         deps.appendChild(row);
       });
       const depActions = N.el("div", { class: "actions" });
-      depActions.appendChild(button("+ dependency", () => w.deps.push({ target: "", latency: 1, bandwidth: 1, lossrate: 1, maxNetworkCost: "", minBandwidth: "", weight: "" })));
+      const addDep = button("+ dependency", () => w.deps.push({ target: "", latency: 1, bandwidth: 1, lossrate: 1, maxNetworkCost: "", minBandwidth: "", weight: "" }),
+        "secondary", () => '[name="w' + i + '-dep' + (w.deps.length - 1) + '-target"]', "Add a dependency to workload " + (w.name || i + 1));
+      addDep.dataset.focus = "w" + i + "-add-dep";
+      depActions.appendChild(addDep);
       deps.appendChild(depActions);
       deps.appendChild(N.el("span", { class: "field-error" }));
       card.appendChild(deps);
@@ -153,8 +183,10 @@
   }
 
   // --- validation as you type -------------------------------------------------------------------
-  let timer = null, seq = 0, lastValid = false;
-  function changed() { clearTimeout(timer); document.getElementById("validity").textContent = "checking…"; timer = setTimeout(validate, 300); }
+  let timer = null, seq = 0, lastValid = false, dirty = false;
+  // Leaving with unsaved edits asks first (the browser's own dialog).
+  window.addEventListener("beforeunload", ev => { if (dirty) { ev.preventDefault(); ev.returnValue = ""; } });
+  function changed() { dirty = true; clearTimeout(timer); document.getElementById("validity").textContent = "checking…"; timer = setTimeout(validate, 300); }
   function find(path) {
     let p = path;
     while (p) {
@@ -181,11 +213,20 @@
       else general.push(path + ": " + text);
     });
     N.showError("editor-errors", general.join(" · "));
+    // Every problem at once in the sticky bar beside Save, each a button to its field.
+    const summary = document.getElementById("error-summary");
+    summary.innerHTML = "";
+    Object.entries(errors || {}).forEach(([path, messages]) => {
+      const li = N.el("li"), el = find(path);
+      const go = N.el("button", { type: "button", class: "link-like", "data-error-path": path }, path + ": " + messages.join(" "));
+      go.addEventListener("click", () => { if (el && el.focus) { el.scrollIntoView({ block: "center" }); (el.matches("input,select,textarea") ? el : el.querySelector("input,select,button") || el).focus(); } });
+      li.appendChild(go); summary.appendChild(li);
+    });
   }
   function preview(p) {
     const el = document.getElementById("graph-preview");
     if (!p) return;
-    Plotly.react(el, p.figure.data, Object.assign({}, p.figure.layout, { height: 380, uirevision: "graph" }), { responsive: true, displaylogo: false });
+    N.plotly().then(() => Plotly.react(el, p.figure.data, Object.assign({}, p.figure.layout, { height: 380, uirevision: "graph" }), { responsive: true, displaylogo: false }));
     const ol = document.getElementById("order-preview"); ol.innerHTML = "";
     p.order.forEach(n => ol.appendChild(N.el("li", {}, n)));
     document.getElementById("cycle-preview").innerHTML = "";
@@ -235,7 +276,7 @@
   document.getElementById("save").addEventListener("click", async () => {
     clearTimeout(timer);
     const r = await N.postJSON(saveUrl, { document: toDocument() });
-    if (r.ok && r.body.url) { location.href = r.body.url; return; }
+    if (r.ok && r.body.url) { dirty = false; location.href = r.body.url; return; }
     if (r.status === 403) { N.showError("editor-errors", (r.body && r.body.detail) || "Not allowed."); return; }
     showErrors((r.body && r.body.errors) || { "": [JSON.stringify(r.body)] });
     document.getElementById("validity").textContent = "not saved"; document.getElementById("validity").className = "bad";

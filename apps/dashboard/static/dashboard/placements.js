@@ -110,6 +110,8 @@
     const links = N.el("p");
     const dl = N.el("a", { href: "/decisions/?pod=" + encodeURIComponent(p.pod), id: "pod-decisions" }, "all decisions");
     const dg = N.el("a", { href: "/diagnose/?pod=" + encodeURIComponent(p.pod) }, "diagnose");
+    const why = N.el("a", { href: "/decisions/?pod=" + encodeURIComponent(p.pod) + "&open=newest", id: "pod-why" }, "why here");
+    links.appendChild(why); links.appendChild(document.createTextNode(" · "));
     links.appendChild(dl); links.appendChild(document.createTextNode(" · ")); links.appendChild(dg); panel.appendChild(links);
     if (quiet) return;
     const box = N.el("div", { id: "pod-decision" }, "Loading its newest decision…"); panel.appendChild(box);
