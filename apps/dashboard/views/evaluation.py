@@ -4,12 +4,13 @@ background run (Celery) with its own page: progress while it runs, results at a 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from django import forms
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -41,7 +42,8 @@ def _kinds(path: Path) -> set[str]:
 
 def input_files() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(scenario files, AppGroup files) in scenarios/, told apart by the documents' kind."""
-    scenarios, appgroups = [], []
+    scenarios: list[tuple[str, str]] = []
+    appgroups: list[tuple[str, str]] = []
     for path in sorted(scenario_dir().glob("*.y*ml")):
         (appgroups if "AppGroup" in _kinds(path) else scenarios).append((path.name, f"scenarios/{path.name}"))
     return scenarios, appgroups
@@ -64,8 +66,8 @@ class EvaluationForm(forms.Form):
         scenarios, appgroups = input_files()
         stored = [(f"{DB_PREFIX}{pk}", f"stored: {ns}/{name}")
                   for pk, ns, name in AppGroup.objects.values_list("pk", "namespace", "name")]
-        self.fields["scenario"].choices = [(v, label) for label, v in scenarios]
-        self.fields["appgroup"].choices = [(v, label) for label, v in appgroups] + stored
+        cast(forms.ChoiceField, self.fields["scenario"]).choices = [(v, label) for label, v in scenarios]
+        cast(forms.ChoiceField, self.fields["appgroup"]).choices = [(v, label) for label, v in appgroups] + stored
         if scenarios and not self.is_bound:
             default = next((v for label, v in scenarios if label.startswith("paper-testbed")), scenarios[0][1])
             self.initial.setdefault("scenario", default)
@@ -80,7 +82,7 @@ class EvaluationForm(forms.Form):
         return names
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}  # Form.clean returns cleaned_data, never None here
         chosen = list(data.get("profiles") or []) + [p for p in data.get("extra_profiles") or []
                                                      if p not in (data.get("profiles") or [])]
         if "profiles" not in self.errors and "extra_profiles" not in self.errors and not chosen:
@@ -90,7 +92,7 @@ class EvaluationForm(forms.Form):
 
 
 @require_http_methods(["GET", "POST"])
-def evaluation_page(request):  # type: ignore[no-untyped-def]
+def evaluation_page(request: HttpRequest) -> HttpResponse:
     """The form; a valid POST queues a background run and goes to its page (a shareable address)."""
     lacking = missing(request.user, [RUN_EVALUATION])
     if request.method == "POST" and lacking:
@@ -120,7 +122,7 @@ def _run_form(run: EvaluationRun) -> EvaluationForm:
 
 
 @require_GET
-def evaluation_run_page(request, pk: int):  # type: ignore[no-untyped-def]
+def evaluation_run_page(request: HttpRequest, pk: int) -> HttpResponse:
     """One run: its progress while it runs, its results once done; the form is filled with its input."""
     run = get_object_or_404(EvaluationRun.objects.select_related("created_by"), pk=pk)
     lacking = missing(request.user, [RUN_EVALUATION])
@@ -132,7 +134,7 @@ def evaluation_run_page(request, pk: int):  # type: ignore[no-untyped-def]
 
 
 @require_GET
-def evaluation_run_data(request, pk: int):  # type: ignore[no-untyped-def]
+def evaluation_run_data(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(EvaluationRun, pk=pk)
     return data_response(request, None, {
         "id": run.pk, "status": run.status, "stage": run.stage, "error": run.error,
