@@ -18,14 +18,12 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
+from tests.support.browser import chromium
 from tests.support.dashboard_seed import place, seed_boutique
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 SHOTS = Path(os.environ.get("NETAWARE_SHOTS", "/tmp/netaware-shots"))
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run", "--disable-sync"]
 TESTBED = Path(__file__).resolve().parents[1] / "scenarios" / "paper-testbed.yaml"
 WIDTH = 20  # seconds per pull window
 
@@ -41,36 +39,11 @@ def testbed(django_db_setup, django_db_blocker):
 
 @pytest.fixture(scope="module")
 def browser(django_db_setup, django_db_blocker):
-    """One chromium for the module. Playwright's sync API runs an event loop in this thread, which
-    makes Django refuse ORM calls as "async"; they are plain synchronous calls here."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (never download a browser)")
-    from playwright.sync_api import sync_playwright
-
+    """One chromium for the module (tests/support/browser.py), screenshots kept in SHOTS."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     print(f"\nscreenshots: {SHOTS}")
-    # The live server serves /static/ through the finders (unhashed names): pages must not name the
-    # hashed copies of a collectstatic run left in the checkout (e.g. by scripts/up.sh).
-    import tempfile
-
-    from django.test import override_settings
-
-    no_manifest = override_settings(STATIC_ROOT=tempfile.mkdtemp(prefix="netaware-no-static-"))
-    no_manifest.enable()
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    playwright = sync_playwright().start()
-    try:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield browser
-        browser.close()
-    finally:
-        playwright.stop()
-        no_manifest.disable()
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+    with chromium() as shared:
+        yield shared
 
 
 def pull(testbed, settings, end):
