@@ -36,3 +36,26 @@ def _count_failure(sender: object = None, **_: object) -> None:
 @task_retry.connect
 def _count_retry(sender: object = None, **_: object) -> None:
     metrics.increment("netaware_celery_tasks_total", {"task": _task_name(sender), "outcome": "retry"})
+
+
+# The worker's heartbeat in Redis, so that the web's /readyz can say when no worker runs
+# (netaware_core/shared_heartbeat.py). From the main process: it lives as long as the worker does.
+from celery.signals import worker_ready, worker_shutdown  # noqa: E402
+
+from netaware_core import shared_heartbeat  # noqa: E402
+
+_heartbeat: dict[str, object] = {}
+
+
+@worker_ready.connect
+def _start_heartbeat(sender: object = None, **_: object) -> None:
+    name = str(getattr(sender, "hostname", None) or os.getpid())
+    _heartbeat.update(name=name, stop=shared_heartbeat.start(url=app.conf.broker_url, kind="worker", name=name))
+
+
+@worker_shutdown.connect
+def _stop_heartbeat(sender: object = None, **_: object) -> None:
+    stop = _heartbeat.get("stop")
+    if stop is not None:
+        stop.set()  # type: ignore[attr-defined]
+        shared_heartbeat.forget(url=app.conf.broker_url, kind="worker", name=str(_heartbeat["name"]))

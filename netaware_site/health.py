@@ -2,6 +2,8 @@
 
 ``/healthz`` only says the process serves requests; ``/readyz`` checks every dependency the
 service needs to do its job (database, Redis, Prometheus) and answers 503 naming the ones that fail.
+What works less well without taking the web out of service (no Celery worker alive: nothing pulls
+metrics, derives the topology or syncs AppGroups) is listed under ``degraded``, still 200.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import requests
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+
+from netaware_core import shared_heartbeat
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -48,6 +52,18 @@ def _check_prometheus() -> str | None:
     return None
 
 
+def _degraded() -> list[str]:
+    """Background processes the web depends on that no longer beat (netaware_core/shared_heartbeat.py)."""
+    try:
+        workers = shared_heartbeat.alive(url=settings.CELERY_BROKER_URL, kind="worker")
+    except redis.RedisError:
+        return []  # Redis itself is a failed check
+    if workers:
+        return []
+    return [f"celery worker: no worker heartbeat in the last {3 * shared_heartbeat.period():g} s; metric pulls, "
+            "topology updates and AppGroup syncs are not running"]
+
+
 def readyz(request: HttpRequest) -> JsonResponse:
     started = time.monotonic()
     checks = {"database": _check_database(), "redis": _check_redis(), "prometheus": _check_prometheus()}
@@ -55,6 +71,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
     body = {
         "status": "ok" if not failures else "unavailable",
         "checks": {name: (msg or "ok") for name, msg in checks.items()},
+        "degraded": _degraded(),
         "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
     }
     return JsonResponse(body, status=200 if not failures else 503)
