@@ -47,15 +47,23 @@ from netaware_core import shared_heartbeat  # noqa: E402
 _heartbeat: dict[str, object] = {}
 
 
+def _heartbeat_names(sender: object) -> list[str]:
+    """``<queue>:<hostname>`` for every queue this worker consumes: the web checks each queue has one."""
+    host = str(getattr(sender, "hostname", None) or os.getpid())
+    consumed = getattr(getattr(app.amqp, "queues", None), "consume_from", None) or {}
+    return [f"{queue}:{host}" for queue in (sorted(consumed) or [app.conf.task_default_queue])]
+
+
 @worker_ready.connect
 def _start_heartbeat(sender: object = None, **_: object) -> None:
-    name = str(getattr(sender, "hostname", None) or os.getpid())
-    _heartbeat.update(name=name, stop=shared_heartbeat.start(url=app.conf.broker_url, kind="worker", name=name))
+    names = _heartbeat_names(sender)
+    _heartbeat.update(names=names, stops=[shared_heartbeat.start(url=app.conf.broker_url, kind="worker", name=name)
+                                          for name in names])
 
 
 @worker_shutdown.connect
 def _stop_heartbeat(sender: object = None, **_: object) -> None:
-    stop = _heartbeat.get("stop")
-    if stop is not None:
-        stop.set()  # type: ignore[attr-defined]
-        shared_heartbeat.forget(url=app.conf.broker_url, kind="worker", name=str(_heartbeat["name"]))
+    for stop in _heartbeat.get("stops", []):  # type: ignore[attr-defined]
+        stop.set()
+    for name in _heartbeat.get("names", []):  # type: ignore[attr-defined]
+        shared_heartbeat.forget(url=app.conf.broker_url, kind="worker", name=name)

@@ -53,15 +53,17 @@ def _check_prometheus() -> str | None:
 
 
 def _degraded() -> list[str]:
-    """Background processes the web depends on that no longer beat (netaware_core/shared_heartbeat.py)."""
+    """Queues no live Celery worker consumes (heartbeats in Redis, netaware_core/shared_heartbeat.py)."""
     try:
-        workers = shared_heartbeat.alive(url=settings.CELERY_BROKER_URL, kind="worker")
+        alive = shared_heartbeat.alive(url=settings.CELERY_BROKER_URL, kind="worker")
     except redis.RedisError:
         return []  # Redis itself is a failed check
-    if workers:
-        return []
-    return [f"celery worker: no worker heartbeat in the last {3 * shared_heartbeat.period():g} s; metric pulls, "
-            "topology updates and AppGroup syncs are not running"]
+    served = {name.split(":", 1)[0] for name in alive}
+    expected = [settings.CELERY_TASK_DEFAULT_QUEUE] + ([settings.KUBE_TASK_QUEUE] if settings.KUBE_TASK_QUEUE else [])
+    return [f"celery worker: no worker heartbeat on queue {queue!r} in the last {3 * shared_heartbeat.period():g} s; "
+            + ("metric pulls and topology updates are not running" if queue == settings.CELERY_TASK_DEFAULT_QUEUE
+               else "AppGroup syncs and NetworkTopology publishing are not running")
+            for queue in expected if queue not in served]
 
 
 def readyz(request: HttpRequest) -> JsonResponse:

@@ -279,6 +279,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "netaware_core.api_errors.document_error_responses",
+        "netaware_core.api_errors.document_every_response",
     ],
 }
 

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 import pytest
 from django.contrib.auth import get_user_model
 
+from apps.accounts.services import create_api_token
 from tests.support.web_server import web_server
 
 LIMIT = 3
@@ -61,7 +62,8 @@ def test_wrong_basic_auth_passwords_lock_out_that_client_and_user_but_not_anothe
     assert other.status == 200, other.status
 
 
-def test_wrong_api_tokens_are_locked_out_per_client(web, user):
+def test_wrong_api_tokens_are_locked_out_per_client_but_valid_ones_pass(web, user):
+    user_token = create_api_token(user=get_user_model().objects.get(username=user), name="t")[1]
     guesser = "127.0.0.3"  # token failures count per address alone: not the other tests' addresses
     statuses = [request(web.url, "GET", "/api/appgroups/", source=guesser,
                         headers={"Authorization": f"Bearer nat_guess{i}"}).status for i in range(LIMIT)]
@@ -72,6 +74,8 @@ def test_wrong_api_tokens_are_locked_out_per_client(web, user):
     other = request(web.url, "GET", "/api/appgroups/", source=OTHER_CLIENT,
                     headers={"Authorization": "Bearer nat_another-guess"})
     assert other.status == 401
+    valid = request(web.url, "GET", "/api/appgroups/", source=guesser, headers={"Authorization": f"Bearer {user_token}"})
+    assert valid.status == 200, "a valid token is never locked out"
 
 
 def _login(url: str, username: str, password: str, *, source: str = ATTACKER) -> http.client.HTTPResponse:

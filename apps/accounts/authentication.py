@@ -32,13 +32,14 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         raw = raw_token(header) if header else None
         if raw is None:
             return None
-        lockout.refuse_if_locked_out(request, username=lockout.TOKEN_USERNAME)
-        if not raw.startswith(TOKEN_PREFIX):
-            lockout.record_token_failure(request)
-            raise exceptions.AuthenticationFailed(f"Not a netaware API token (they start with {TOKEN_PREFIX!r}).")
-        token = selectors.token_for(raw=raw)
+        # A valid token is never locked out (one indexed lookup; 256 random bits cannot be guessed):
+        # wrong ones are counted per address, and past the limit answered 429 instead of 401.
+        token = selectors.token_for(raw=raw) if raw.startswith(TOKEN_PREFIX) else None
         if token is None:
+            lockout.refuse_if_locked_out(request, username=lockout.TOKEN_USERNAME)
             lockout.record_token_failure(request)
+            if not raw.startswith(TOKEN_PREFIX):
+                raise exceptions.AuthenticationFailed(f"Not a netaware API token (they start with {TOKEN_PREFIX!r}).")
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked API token.")
         return token.user, token
 
