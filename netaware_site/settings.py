@@ -202,6 +202,8 @@ AXES_ENABLED = env_bool("NETAWARE_LOGIN_LOCKOUT", True)
 AXES_FAILURE_LIMIT = env_int("NETAWARE_LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(seconds=env_int("NETAWARE_LOGIN_COOLOFF_SECONDS", 300))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# A successful login clears that pair's failures (a few typos do not add up over the day).
+AXES_RESET_ON_SUCCESS = True
 AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
 AXES_CACHE = "default"
 AXES_CLIENT_IP_CALLABLE = "apps.accounts.lockout.client_address"
