@@ -182,10 +182,13 @@ def document_every_response(result: dict[str, Any], generator: Any, request: Any
                 found = responses.setdefault("404", {"description": "No such object", "content": detail})
                 found["description"] = found.get("description") or "No such object"
                 found["content"] = {**detail, **found.get("content", {}), **HTML_PAGE}
-                if any("yaml" in media for media in responses.get("200", {}).get("content", {})):
-                    found["content"]["application/yaml"] = {"schema": {"$ref": "#/components/schemas/Detail"}}
             if method == "post" and "201" in responses and "200" not in responses and path in UPSERTS:
                 responses["200"] = {**responses["201"], "description": "Updated in place"}
+            yaml_answers = [media for media in responses.get("200", {}).get("content", {}) if "yaml" in media]
+            for code, response in responses.items():
+                if code.startswith("4") and yaml_answers:  # an export renders its errors as YAML too
+                    reference = response.get("content", {}).get("application/json", {"schema": detail["application/json"]["schema"]})
+                    response["content"] = {**response.get("content", {}), **{media: reference for media in yaml_answers}}
             body = operation.get("requestBody")
             if body:
                 for media in FORM_TYPES:
