@@ -89,7 +89,7 @@ def main() -> int:
         proc.wait()
         text = (out / name / "run.txt").read_text(errors="replace")
         generated = re.search(r"(\d+) generated", text)
-        failures = re.search(r"found (\d+) unique failures", text)
+        failures = re.search(r"found (\d+) unique failures?", text)
         results[name] = {"exit": proc.returncode, "generated": int(generated.group(1)) if generated else None,
                          "failures": int(failures.group(1)) if failures else 0,
                          "summary": text.strip().splitlines()[-1] if text.strip() else ""}
