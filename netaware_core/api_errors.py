@@ -18,7 +18,6 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from netaware_core.fielderrors import BODY, FieldError, error_body
-from netaware_core.filters import BIGINT_MAX
 
 __all__ = ["ERROR_SCHEMA", "api_exception_handler", "document_error_responses", "flatten_errors"]
 
@@ -128,6 +127,8 @@ DETAIL_SCHEMA: dict[str, Any] = {
 # Django's resolver answers a path that matches no route (``/api/topology/snapshots/1.9/``) before any
 # API view runs: its 404 is the site's HTML page.
 HTML_PAGE = {"text/html": {"schema": {"type": "string"}}}
+# PostgreSQL's bigint, the bound of limit/offset (netaware_core.filters.BIGINT_MAX: a layer above this one).
+BIGINT_MAX = 2**63 - 1
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 # Documents the server parses itself (netaware_core/documents.py): the least every one of them has.
 DOCUMENT_SCHEMA: dict[str, Any] = {
