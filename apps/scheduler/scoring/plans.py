@@ -297,6 +297,128 @@ def _value(problem: _Problem, t: np.ndarray) -> float:
     return float(np.einsum("ez,ezy,ey->", t[problem.us], problem.weighted, t[problem.ds]))
 
 
+# ------------------------------------------------------------------------------------------- cells
+
+@dataclass(frozen=True)
+class _Cells:
+    """High availability (``minZones``) as *cells*: a workload that must span k zones is split into k
+    copies (its replicas shared out), each dependency edge links the copies of one cell (cell c of the
+    caller to cell c of the callee, or to its only copy when that one is exempt), and two copies of one
+    workload may never share a zone. The ordinary planner then packs each cell as it packs an AppGroup:
+    into one zone where it fits, so every zone a workload uses also holds the chain it calls, and
+    Services with ``trafficDistribution: PreferClose`` keep the traffic there. The cell model scores
+    only in-cell traffic (what PreferClose routes); the plan's value is the uniform one, as always."""
+
+    problem: _Problem  # the split model
+    owner: np.ndarray  # (W',) original workload of each copy
+
+    def merge(self, x: np.ndarray) -> np.ndarray:
+        """Pod counts of the copies (W', Z) summed back per original workload (W, Z)."""
+        out = np.zeros((int(self.owner.max(initial=-1)) + 1, x.shape[1]))
+        np.add.at(out, self.owner, x)
+        return out
+
+    def on(self, zones: _Zones) -> _Problem:
+        """The split model over ``zones`` (the packing rounds shrink the zones' free room)."""
+        return self.problem if zones is self.problem.zones else replace(self.problem, zones=zones)
+
+
+def _cells(problem: _Problem, min_zones: Sequence[int]) -> _Cells | None:
+    """The cell model of ``problem`` for per-workload ``min_zones`` (capped at the cluster's zones and
+    the replicas), or None when no workload asks for more than one zone."""
+    nw, nz = problem.placed.shape
+    ks = [max(1, min(int(k), nz, int(problem.replicas[w]))) for w, k in enumerate(min_zones)]
+    if nw == 0 or max(ks, default=1) < 2:
+        return None
+    owner: list[int] = []
+    first: list[int] = []  # index of each workload's first copy
+    sizes: list[int] = []
+    placed_rows: list[np.ndarray] = []
+    for w, k in enumerate(ks):
+        first.append(len(owner))
+        r = int(problem.replicas[w])
+        share = [r // k + (1 if c < r % k else 0) for c in range(k)]
+        placed = np.zeros((k, nz))
+        left = list(share)
+        # Pods already bound: each zone's pods to the copy with the most room left (a zone, one cell).
+        for z in np.argsort(-problem.placed[w], kind="stable").tolist():
+            n = int(problem.placed[w, z])
+            while n > 0:
+                c = int(np.argmax(left)) if max(left) > 0 else 0
+                take = n if left[c] <= 0 else min(n, left[c])
+                placed[c, z] += take
+                left[c] -= take
+                n -= take
+        for c in range(k):
+            owner.append(w)
+            sizes.append(max(share[c], int(placed[c].sum())))
+            placed_rows.append(placed[c])
+    own = np.array(owner, dtype=np.int64)
+    placed_all = np.array(placed_rows, dtype=np.float64).reshape(len(owner), nz)
+    replicas = np.array(sizes, dtype=np.float64)
+    slots = np.minimum(problem.slots[own], replicas[:, None])
+    edges: list[tuple[int, int, np.ndarray, float]] = []
+    sens: list[Sensitivity] = []
+    for e, (u, d, matrix, coef) in enumerate(problem.edges):
+        ku, kd = ks[u], ks[d]
+        pairs = [(first[u] + c, first[d] + (c % kd)) for c in range(ku)] if ku >= kd else \
+            [(first[u] + (c % ku), first[d] + c) for c in range(kd)]
+        count = sum(replicas[a] * replicas[b] for a, b in pairs) or 1.0
+        scale = float(problem.replicas[u] * problem.replicas[d]) / float(count)
+        for a, b in pairs:
+            edges.append((a, b, matrix, coef * scale))
+            if problem.sensitivities:
+                sens.append(problem.sensitivities[e])
+    forbidden = [(a, z1, b, z2) for (u, z1, d, z2) in problem.forbidden
+                 for a in range(first[u], first[u] + ks[u]) for b in range(first[d], first[d] + ks[d])]
+    for w, k in enumerate(ks):
+        for c1 in range(k):
+            for c2 in range(c1 + 1, k):
+                forbidden.extend((first[w] + c1, z, first[w] + c2, z) for z in range(nz))
+    names = [f"{problem.names[w]}#{c}" if ks[w] > 1 else problem.names[w]
+             for w, k in enumerate(ks) for c in range(k)]
+    split = _Problem(problem.group, problem.zones, names, problem.demand[own], replicas, placed_all, slots, edges,
+                     forbidden, [], sens)
+    return _Cells(split, own)
+
+
+def spread_zones(counts: Mapping[str, int], zone: str, left: int, min_zones: int) -> bool:
+    """Can a workload with pods per zone ``counts`` still span ``min_zones`` zones once one more pod goes
+    to ``zone`` and ``left`` pods follow (each of them able to open a new zone)?"""
+    used = {z for z, n in counts.items() if n > 0} | {zone}
+    return len(used) + max(left, 0) >= min_zones
+
+
+def _served(name: str, lost: str, zones_of: Mapping[str, Mapping[str, int]], calls: Mapping[str, list[str]],
+            served: dict[str, set[str]], stack: tuple[str, ...]) -> set[str]:
+    """Zones other than ``lost`` where ``name`` runs together with (recursively) all it calls; in a
+    cycle, a member already on the ``stack`` counts as served where it runs."""
+    if name in served:
+        return served[name]
+    here = {z for z, n in zones_of.get(name, {}).items() if n > 0 and z != lost}
+    for target in calls.get(name, ()):
+        if target not in stack:
+            here &= _served(target, lost, zones_of, calls, served, (*stack, name))
+    served[name] = here
+    return here
+
+
+def survives_zone_loss(group: AppGroupSpec, zones_of: Mapping[str, Mapping[str, int]], zones: Sequence[str]
+                       ) -> tuple[bool, tuple[str, ...]]:
+    """Does ``group`` survive the loss of any one of ``zones``: every workload keeps a replica in a
+    surviving zone that also holds (recursively) every dependency it calls, so each request has a
+    complete chain in one zone? Also the zones whose loss breaks it."""
+    names = [w.name for w in group.workloads if w.replicas > 0]
+    calls = {w.name: [d.target for d in w.dependencies if d.target in names and d.target != w.name]
+             for w in group.workloads}
+    breaking: list[str] = []
+    for lost in zones:
+        served: dict[str, set[str]] = {}
+        if any(not _served(name, lost, zones_of, calls, served, ()) for name in names):
+            breaking.append(lost)
+    return not breaking, tuple(breaking)
+
+
 # ------------------------------------------------------------------------------------------- MILP
 
 def adapted_budget(budget_s: float, workloads: int, zones: int) -> float:
@@ -432,6 +554,14 @@ def _allowed(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
     return ok
 
 
+def _violates(problem: _Problem, t: np.ndarray) -> bool:
+    """Do the pod counts ``t`` use a forbidden pair of zones (pods already bound there excepted)?"""
+    fu, fz1, fd, fz2 = problem.forbid
+    both = (t[fu, fz1] > 0) & (t[fd, fz2] > 0)
+    bound = (problem.placed[fu, fz1] > 0) & (problem.placed[fd, fz2] > 0)
+    return bool((both & ~bound).any())
+
+
 def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None, deadline: _Deadline | None = None
             ) -> np.ndarray:
     """Pods one by one in ``order``, each to the zone gaining most that still has room; the first
@@ -510,7 +640,7 @@ def _move_part(problem: _Problem, x: np.ndarray, count: np.ndarray, deadline: _D
     """The best improving move of a whole connected part (in a joint plan: an AppGroup) — all its new
     pods — into one zone that holds them, or None. Moving one workload at a time cannot leave a zone a
     tenant shares with another for a zone of its own: each single move splits it first (issue 20)."""
-    if problem.forbidden or not problem.edges:
+    if not problem.edges:
         return None
     component = _components(problem)
     current = _value(problem, problem.placed + x)
@@ -525,6 +655,8 @@ def _move_part(problem: _Problem, x: np.ndarray, count: np.ndarray, deadline: _D
             trial[members] = 0
             trial[members, z] = count[members]
             if ((problem.zones.free - trial.T @ problem.demand) < 0).any() or (trial > problem.slots).any():
+                continue
+            if problem.forbidden and _violates(problem, problem.placed + trial):
                 continue
             gain = _value(problem, problem.placed + trial) - current
             if gain > best_gain and _zone_packs(problem, trial, z):
@@ -795,14 +927,22 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
         return PlacementPlan(label, _plan_id(group, {}), "none", objective, float("nan"),
                              (time.perf_counter() - started) * 1e3, {}, {}, {}, (note,), reason)
     diagnosis = list(problem.diagnosis)
+    spec_of = {w.name: w for w in group.workloads}
+    cells = _cells(problem, [group.min_zones_of(spec_of[n]) for n in problem.names]) if mode != "zone" else None
+    if mode == "zone" and any(group.min_zones_of(w) > 1 for w in group.workloads):
+        diagnosis.append("zone mode keeps the AppGroup in one zone: its minZones cannot hold")
+
+    def solve(p: _Problem, deadline: _Deadline, notes: list[str]) -> np.ndarray:
+        """New pods per workload and zone for ``p`` (through its cell model when there is one)."""
+        target = p if cells is None else cells.on(p.zones)
+        x = _solve_in_one_domain(target, mode, deadline, notes) if mode != "soft" else _solve_heuristic(target, deadline)
+        return x if cells is None else cells.merge(x)
+
     # The heuristic always answers (40 % of the work budget at most; it usually needs far less); the
     # MILP is charged a fixed 20 % (its result only counts when proven optimal, so it is the same on
     # every machine unless its wall-time safety net cuts it); the rest places each zone's pods on nodes.
     method = "heuristic"
-    if mode != "soft":
-        x = _solve_in_one_domain(problem, mode, total.child(0.6, wall_slack), diagnosis)
-    else:
-        x = _solve_heuristic(problem, total.child(0.4, wall_slack))
+    x = solve(problem, total.child(0.6 if mode != "soft" else 0.4, wall_slack), diagnosis)
     # A zone's capacity counts as a whole, but pods go on nodes: when a zone's planned pods do not pack
     # into its nodes (best-fit decreasing), shrink that zone by what was left over and plan again.
     for _round in range(PACKING_ROUNDS):
@@ -813,17 +953,19 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
         for z, leftover in short.items():
             free[z] = np.maximum(free[z] - leftover, 0.0)
         problem = replace(problem, zones=replace(problem.zones, free=free))
-        retry = (_solve_in_one_domain(problem, mode, total.child(0.5, wall_slack), [])
-                 if mode != "soft" else _solve_heuristic(problem, total.child(0.5, wall_slack)))
+        retry = solve(problem, total.child(0.5, wall_slack), [])
         if float(retry.sum()) >= float(x.sum()):
             x = retry
         else:
             break
-    if mode == "soft" and use_milp and len(problem.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
+    exact_model = problem if cells is None else cells.on(problem.zones)
+    if mode == "soft" and use_milp and len(exact_model.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
         total.spend(0.2 * budget_s * WORK_PER_SECOND)
         cap = MILP_WALL_CAP_S if wall_slack == float("inf") else max(0.2 * budget_s * wall_slack, 0.003)
         try:
-            exact, timed_out = _solve_milp(problem, cap)
+            exact, timed_out = _solve_milp(exact_model, cap)
+            if exact is not None and cells is not None:
+                exact = cells.merge(exact)
         except (ValueError, RuntimeError) as exc:  # a solver error: the heuristic's plan stands, and says so
             exact, timed_out = None, False
             diagnosis.append(f"MILP failed ({exc}); heuristic plan used")
@@ -887,7 +1029,7 @@ def compute_joint_plans(*, state: ClusterState, groups: Sequence[AppGroupSpec], 
     def joint(g: AppGroupSpec, name: str) -> str:
         return f"{g.namespace}/{g.name}/{name}"
 
-    workloads = tuple(replace(w, name=joint(g, w.name), dependencies=tuple(
+    workloads = tuple(replace(w, name=joint(g, w.name), min_zones=g.min_zones_of(w), dependencies=tuple(
         replace(d, target=joint(g, d.target)) for d in w.dependencies)) for g in groups for w in g.workloads)
     combined = AppGroupSpec(first.namespace, first.name, workloads)
     placements = dict(state.placements)
