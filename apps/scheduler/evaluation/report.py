@@ -13,6 +13,7 @@ import numpy as np
 
 from apps.appgroups.graph import AppGroupSpec
 from apps.probes.scenario import Scenario, ScenarioError, load_scenario
+from apps.scheduler.scoring.plans import survives_zone_loss
 from apps.scheduler.scoring.state import ClusterState
 
 from .adapter import (
@@ -25,6 +26,7 @@ from .adapter import (
 )
 from .certified import CertifiedOptimum, certified_optimum
 from .metrics import (
+    ROUTINGS,
     LatencyModel,
     TransferModel,
     network_metrics,
@@ -84,6 +86,10 @@ class ProfileResult:
     unscheduled_pods: int  # over all seeds
     per_seed_average: tuple[float, ...]
     seconds: float
+    # Arrival orders in which every AppGroup survives the loss of any one zone (plans.survives_zone_loss),
+    # and how often each zone's loss broke one.
+    zone_loss_survived: int = 0
+    zone_loss_breaking: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,10 @@ class EvaluationReport:
     # The paper's Table 5 placements re-scored with our metric (when the AppGroup is Online Boutique).
     paper_table5_scores: Mapping[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    # --min-zones / --min-replicas: the AppGroups were changed so (0: as given).
+    min_zones: int = 0
+    min_replicas: int = 0
+    routing: str = "uniform"  # metrics.ROUTINGS: how latency and transfer spread calls over replicas
 
     def profile(self, name: str) -> ProfileResult:
         for result in self.profiles:
@@ -164,6 +174,35 @@ def zone_placement_score(state: ClusterState, groups: Sequence[AppGroupSpec],
     return network_metrics(replace(state, placements=placements), groups).average
 
 
+def with_high_availability(groups: Sequence[AppGroupSpec], *, min_zones: int = 0, min_replicas: int = 0
+                           ) -> tuple[AppGroupSpec, ...]:
+    """The AppGroups with ``spec.minZones`` set to ``min_zones`` and every workload given at least
+    ``max(min_zones, min_replicas)`` replicas (so the no-HA baseline of a comparison has the same pods)."""
+    floor = max(min_zones, min_replicas, 1)
+    out = []
+    for group in groups:
+        workloads = tuple(replace(w, replicas=max(w.replicas, floor)) if w.replicas > 0 else w
+                          for w in group.workloads)
+        out.append(replace(group, workloads=workloads, min_zones=min_zones or group.min_zones))
+    return tuple(out)
+
+
+def zone_loss(state: ClusterState, groups: Sequence[AppGroupSpec], zones: Sequence[str]) -> tuple[bool, set[str]]:
+    """Whether every AppGroup of a final state survives the loss of any one zone, and the zones whose
+    loss breaks one."""
+    breaking: set[str] = set()
+    for group in groups:
+        counts: dict[str, dict[str, int]] = {}
+        for workload in group.workloads:
+            for node in state.placements.get((group.namespace, group.name, workload.name), ()):
+                res = state.nodes.get(node)
+                if res is not None:
+                    where = counts.setdefault(workload.name, {})
+                    where[res.zone] = where.get(res.zone, 0) + 1
+        breaking.update(survives_zone_loss(group, counts, zones)[1])
+    return not breaking, breaking
+
+
 def load_inputs(scenario_path: str | Path, appgroup_path: str | Path) -> tuple[Scenario, tuple[AppGroupSpec, ...]]:
     path = Path(scenario_path)
     if not path.is_file():
@@ -191,6 +230,9 @@ def evaluate(
     time_limit: float = 60.0,
     memory_limit: int | None = None,
     extender_profiles: Mapping[str, Any] | None = None,
+    min_zones: int = 0,
+    min_replicas: int = 0,
+    routing: str = "uniform",
 ) -> EvaluationReport:
     if seeds < 1:
         raise EvaluationInputError(f"seeds must be >= 1, got {seeds}")
@@ -201,6 +243,12 @@ def evaluate(
     names = [p.name for p in parsed]
     if len(set(names)) != len(names):
         raise EvaluationInputError(f"profiles: {names} names a profile twice")
+    if routing not in ROUTINGS:
+        raise EvaluationInputError(f"routing: must be one of {', '.join(ROUTINGS)}, got {routing!r}")
+    if min_zones < 0 or min_replicas < 0:
+        raise EvaluationInputError("min zones and min replicas must be >= 0")
+    if min_zones or min_replicas:
+        groups = with_high_availability(groups, min_zones=min_zones, min_replicas=min_replicas)
     state0 = initial_state(scenario, groups)
     for group in groups:
         for workload in group.workloads:
@@ -229,14 +277,16 @@ def evaluate(
         per_workload: dict[str, list[float]] = {}
         worst: Counter[str] = Counter()
         seeds_in: Counter[str] = Counter()
+        breaking: Counter[str] = Counter()
+        survived = 0
         unscheduled = 0
         for seed in range(first_seed, first_seed + seeds):
             run = simulate(state0, pods, profile, seed)
             metrics = network_metrics(run.final_state, groups)
             averages.append(metrics.average)
             totals.append(metrics.total)
-            latencies.append(request_latency_ms(run.final_state, groups, call_ms))
-            cost = transfer_cost(run.final_state, groups, transfer)
+            latencies.append(request_latency_ms(run.final_state, groups, call_ms, routing))
+            cost = transfer_cost(run.final_state, groups, transfer, routing)
             dollars.append(cost.usd)
             region_gb.append(cost.cross_region_gb)
             counts = pods_per_zone(run.final_state, zones)
@@ -249,6 +299,9 @@ def evaluate(
             if metrics.worst_workload:
                 worst[metrics.worst_workload] += 1
             unscheduled += len(run.unscheduled)
+            ok, broken = zone_loss(run.final_state, groups, zones)
+            survived += ok
+            breaking.update(broken)
         workload_stats = {k: Stat.of(v) for k, v in sorted(per_workload.items())}
         worst_name = min(workload_stats, key=lambda k: workload_stats[k].mean) if workload_stats else ""
         avg = Stat.of(averages)
@@ -265,6 +318,7 @@ def evaluate(
                                        else float("nan")),
             seeds_with_pods_in={z: seeds_in.get(z, 0) for z in zones}, unscheduled_pods=unscheduled,
             per_seed_average=tuple(averages), seconds=time.perf_counter() - t0,
+            zone_loss_survived=survived, zone_loss_breaking=dict(sorted(breaking.items())),
         ))
     table5 = {name: zone_placement_score(state0, groups, zones_) for name, zones_ in PAPER_TABLE5.items()}
     return EvaluationReport(
@@ -272,6 +326,7 @@ def evaluate(
         scenario=scenario.name, appgroups=tuple(f"{g.namespace}/{g.name}" for g in groups), seeds=seeds,
         first_seed=first_seed, pods=len(pods), zones=tuple(zones), profiles=tuple(results), optimum=optimum,
         latency_model=model, transfer_model=transfer, seconds=time.perf_counter() - started,
+        min_zones=min_zones, min_replicas=min_replicas, routing=routing,
     )
 
 
@@ -286,6 +341,9 @@ def run_evaluation(
     time_limit: float = 60.0,
     memory_limit: int | None = None,
     profile_file: str | Path | None = None,
+    min_zones: int = 0,
+    min_replicas: int = 0,
+    routing: str = "uniform",
 ) -> EvaluationReport:
     """The whole evaluation from files (what ``manage.py evaluate`` and the dashboard call).
     ``time_limit`` (s) and ``memory_limit`` (bytes; None: no limit, solved in this process) bound the
@@ -299,7 +357,8 @@ def run_evaluation(
     extender_profiles = load_profiles(profile_file) if profile_file is not None else None
     return evaluate(scenario, groups, profiles=profiles, seeds=seeds, first_seed=first_seed,
                     with_optimum=with_optimum, time_limit=time_limit, memory_limit=memory_limit,
-                    extender_profiles=extender_profiles)
+                    extender_profiles=extender_profiles, min_zones=min_zones, min_replicas=min_replicas,
+                    routing=routing)
 
 
 # --------------------------------------------------------------------------- presentation
@@ -314,7 +373,7 @@ def _pm(stat: Stat, digits: int = 1) -> str:
 def format_table(report: EvaluationReport) -> str:
     zones = report.zones
     header = ["profile", "avg score", "total score", "% of optimum", "worst order %", "latency ms",
-              f"transfer $/{report.transfer_model.requests // 1_000_000}M req",
+              f"transfer $/{report.transfer_model.requests // 1_000_000}M req", "survives a zone loss",
               *[f"pods {z}" for z in zones], "worst workload", "paper avg", "paper Table 5 re-scored"]
     rows = []
     for r in report.profiles:
@@ -324,7 +383,7 @@ def format_table(report: EvaluationReport) -> str:
             f"{100 * r.fraction_of_optimum:.1f}" if r.fraction_of_optimum == r.fraction_of_optimum else "n/a",
             f"{100 * r.worst_fraction_of_optimum:.1f}" if r.worst_fraction_of_optimum == r.worst_fraction_of_optimum
             else "n/a",
-            _pm(r.latency_ms), _pm(r.transfer_usd, 2), *[_pm(r.pods_per_zone[z]) for z in zones],
+            _pm(r.latency_ms), _pm(r.transfer_usd, 2), f"{r.zone_loss_survived}/{report.seeds}", *[_pm(r.pods_per_zone[z]) for z in zones],
             f"{r.worst_workload} ({r.worst_workload_score:.1f})" if r.worst_workload else "-",
             f"{paper:.1f}" if paper is not None else "-",
             f"{report.paper_table5_scores[r.profile]:.1f}" if r.profile in report.paper_table5_scores else "-",
@@ -339,6 +398,12 @@ def format_table(report: EvaluationReport) -> str:
     out.append(f"scenario {report.scenario}, AppGroups {', '.join(report.appgroups)}, {report.pods} pods, "
                f"{report.seeds} arrival orders (seeds {report.first_seed}..{report.first_seed + report.seeds - 1}), "
                f"{report.seconds:.1f} s")
+    if report.routing != "uniform":
+        out.append(f"latency and transfer with {report.routing} routing (calls stay in the caller's zone when "
+                   "the callee has a pod there)")
+    if report.min_zones or report.min_replicas:
+        out.append(f"changed for this run: spec.minZones {report.min_zones or 'as given'}, every workload at least "
+                   f"{max(report.min_zones, report.min_replicas, 1)} replicas")
     if report.optimum is not None:
         opt = report.optimum
         out.append(f"{opt.message} [{opt.bins} bins{'' if opt.uniform else ', links not uniform in a bin'}; "

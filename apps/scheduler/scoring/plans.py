@@ -208,6 +208,7 @@ class _Problem:
     forbidden: list[tuple[int, int, int, int]]  # (u, z1, d, z2): t[u, z1] > 0 and t[d, z2] > 0 not allowed
     diagnosis: list[str]
     sensitivities: list[Sensitivity] = field(default_factory=list)  # per edge (node-level refinement)
+    cell: np.ndarray | None = None  # per workload, its cell (the cell model of minZones; else None)
 
     def __post_init__(self) -> None:
         nz = self.placed.shape[1]
@@ -299,15 +300,21 @@ def _value(problem: _Problem, t: np.ndarray) -> float:
 
 # ------------------------------------------------------------------------------------------- cells
 
+# In the cell model every pair of copies keeps its edge (so the model's value is the uniform one the
+# evaluation and the network score measure) and the pairs inside a cell count this much more: among
+# equally good plans, the one whose zones hold complete call chains (what PreferClose routing keeps in zone).
+CELL_BONUS = 0.25
+
+
 @dataclass(frozen=True)
 class _Cells:
     """High availability (``minZones``) as *cells*: a workload that must span k zones is split into k
-    copies (its replicas shared out), each dependency edge links the copies of one cell (cell c of the
-    caller to cell c of the callee, or to its only copy when that one is exempt), and two copies of one
+    copies (its replicas shared out), a dependency's cell pairs are cell c of the caller and cell c of the
+    callee (or its only copy when that one is exempt), and two copies of one
     workload may never share a zone. The ordinary planner then packs each cell as it packs an AppGroup:
     into one zone where it fits, so every zone a workload uses also holds the chain it calls, and
     Services with ``trafficDistribution: PreferClose`` keep the traffic there. The cell model scores
-    only in-cell traffic (what PreferClose routes); the plan's value is the uniform one, as always."""
+    every pair of pods (uniform routing, as the network score does), in-cell pairs CELL_BONUS more."""
 
     problem: _Problem  # the split model
     owner: np.ndarray  # (W',) original workload of each copy
@@ -361,14 +368,13 @@ def _cells(problem: _Problem, min_zones: Sequence[int]) -> _Cells | None:
     sens: list[Sensitivity] = []
     for e, (u, d, matrix, coef) in enumerate(problem.edges):
         ku, kd = ks[u], ks[d]
-        pairs = [(first[u] + c, first[d] + (c % kd)) for c in range(ku)] if ku >= kd else \
-            [(first[u] + (c % ku), first[d] + c) for c in range(kd)]
-        count = sum(replicas[a] * replicas[b] for a, b in pairs) or 1.0
-        scale = float(problem.replicas[u] * problem.replicas[d]) / float(count)
-        for a, b in pairs:
-            edges.append((a, b, matrix, coef * scale))
-            if problem.sensitivities:
-                sens.append(problem.sensitivities[e])
+        cell = {(first[u] + c, first[d] + (c % kd)) for c in range(ku)} if ku >= kd else \
+            {(first[u] + (c % ku), first[d] + c) for c in range(kd)}
+        for a in range(first[u], first[u] + ku):
+            for b in range(first[d], first[d] + kd):
+                edges.append((a, b, matrix, coef * (1.0 + CELL_BONUS if (a, b) in cell else 1.0)))
+                if problem.sensitivities:
+                    sens.append(problem.sensitivities[e])
     forbidden = [(a, z1, b, z2) for (u, z1, d, z2) in problem.forbidden
                  for a in range(first[u], first[u] + ks[u]) for b in range(first[d], first[d] + ks[d])]
     for w, k in enumerate(ks):
@@ -377,8 +383,9 @@ def _cells(problem: _Problem, min_zones: Sequence[int]) -> _Cells | None:
                 forbidden.extend((first[w] + c1, z, first[w] + c2, z) for z in range(nz))
     names = [f"{problem.names[w]}#{c}" if ks[w] > 1 else problem.names[w]
              for w, k in enumerate(ks) for c in range(k)]
+    cell = np.array([c for k in ks for c in range(k)], dtype=np.int64)
     split = _Problem(problem.group, problem.zones, names, problem.demand[own], replicas, placed_all, slots, edges,
-                     forbidden, [], sens)
+                     forbidden, [], sens, cell)
     return _Cells(split, own)
 
 
@@ -639,27 +646,38 @@ def _components(problem: _Problem) -> np.ndarray:
 def _move_part(problem: _Problem, x: np.ndarray, count: np.ndarray, deadline: _Deadline) -> np.ndarray | None:
     """The best improving move of a whole connected part (in a joint plan: an AppGroup) — all its new
     pods — into one zone that holds them, or None. Moving one workload at a time cannot leave a zone a
-    tenant shares with another for a zone of its own: each single move splits it first (issue 20)."""
+    tenant shares with another for a zone of its own: each single move splits it first (issue 20). In
+    the cell model (minZones) a part's cells move: one cell to a zone, or its first two cells to two zones."""
     if not problem.edges:
         return None
     component = _components(problem)
     current = _value(problem, problem.placed + x)
+    nz = problem.placed.shape[1]
     best, best_gain = None, 1e-9
     for part in sorted(set(component[count > 0].tolist())):
         members = np.flatnonzero((component == part) & (count > 0))
-        for z in range(problem.placed.shape[1]):
-            if (x[members, z] == count[members]).all():
+        moves: list[list[tuple[np.ndarray, int]]]
+        if problem.cell is None:
+            moves = [[(members, z)] for z in range(nz)]
+        else:
+            cells = [members[problem.cell[members] == c] for c in sorted(set(problem.cell[members].tolist()))]
+            moves = [[(cell, z)] for cell in cells for z in range(nz)]
+            if len(cells) >= 2:
+                moves += [[(cells[0], z1), (cells[1], z2)] for z1 in range(nz) for z2 in range(nz) if z1 != z2]
+        for move in moves:
+            if all((x[group, z] == count[group]).all() for group, z in move):
                 continue  # already there
             deadline.spend(CALL_OVERHEAD * 6 + 2.0 * problem.weighted.size)
             trial = x.copy()
-            trial[members] = 0
-            trial[members, z] = count[members]
+            for group, z in move:
+                trial[group] = 0
+                trial[group, z] = count[group]
             if ((problem.zones.free - trial.T @ problem.demand) < 0).any() or (trial > problem.slots).any():
                 continue
             if problem.forbidden and _violates(problem, problem.placed + trial):
                 continue
             gain = _value(problem, problem.placed + trial) - current
-            if gain > best_gain and _zone_packs(problem, trial, z):
+            if gain > best_gain and all(_zone_packs(problem, trial, z) for _group, z in move):
                 best, best_gain = trial, gain
     return best
 
@@ -808,6 +826,10 @@ def _solve_heuristic(problem: _Problem, deadline: _Deadline, *, must_finish: boo
         float(problem.demand[:, 1].max(initial=0.0)), 1.0)
     orders = [sorted(range(nw), key=lambda w: (-size[w], -degree[w])),
               sorted(range(nw), key=lambda w: (-degree[w], -size[w]))]
+    if problem.cell is not None:  # cell by cell: each cell packs like a whole AppGroup, the next beside it
+        cell = problem.cell
+        orders = [sorted(range(nw), key=lambda w: (int(cell[w]), -degree[w], -size[w])),
+                  sorted(range(nw), key=lambda w: (int(cell[w]), -size[w], -degree[w])), *orders]
     anchors: list[int | None] = [None]
     if not problem.placed.any():
         room = problem.zones.free[:, 0]
