@@ -90,6 +90,8 @@ class ProfileResult:
     # and how often each zone's loss broke one.
     zone_loss_survived: int = 0
     zone_loss_breaking: Mapping[str, int] = field(default_factory=dict)
+    # ... and in which, after any one zone's loss, every workload still has a zone holding its whole call chain.
+    zone_loss_cells: int = 0
 
 
 @dataclass(frozen=True)
@@ -187,9 +189,10 @@ def with_high_availability(groups: Sequence[AppGroupSpec], *, min_zones: int = 0
     return tuple(out)
 
 
-def zone_loss(state: ClusterState, groups: Sequence[AppGroupSpec], zones: Sequence[str]) -> tuple[bool, set[str]]:
-    """Whether every AppGroup of a final state survives the loss of any one zone, and the zones whose
-    loss breaks one."""
+def zone_loss(state: ClusterState, groups: Sequence[AppGroupSpec], zones: Sequence[str], *, chains: bool = False
+              ) -> tuple[bool, set[str]]:
+    """Whether every AppGroup of a final state survives the loss of any one zone (``chains``: with complete
+    call chains in one zone), and the zones whose loss breaks one."""
     breaking: set[str] = set()
     for group in groups:
         counts: dict[str, dict[str, int]] = {}
@@ -199,7 +202,7 @@ def zone_loss(state: ClusterState, groups: Sequence[AppGroupSpec], zones: Sequen
                 if res is not None:
                     where = counts.setdefault(workload.name, {})
                     where[res.zone] = where.get(res.zone, 0) + 1
-        breaking.update(survives_zone_loss(group, counts, zones)[1])
+        breaking.update(survives_zone_loss(group, counts, zones, chains=chains)[1])
     return not breaking, breaking
 
 
@@ -278,7 +281,7 @@ def evaluate(
         worst: Counter[str] = Counter()
         seeds_in: Counter[str] = Counter()
         breaking: Counter[str] = Counter()
-        survived = 0
+        survived = cells = 0
         unscheduled = 0
         for seed in range(first_seed, first_seed + seeds):
             run = simulate(state0, pods, profile, seed)
@@ -302,6 +305,7 @@ def evaluate(
             ok, broken = zone_loss(run.final_state, groups, zones)
             survived += ok
             breaking.update(broken)
+            cells += zone_loss(run.final_state, groups, zones, chains=True)[0]
         workload_stats = {k: Stat.of(v) for k, v in sorted(per_workload.items())}
         worst_name = min(workload_stats, key=lambda k: workload_stats[k].mean) if workload_stats else ""
         avg = Stat.of(averages)
@@ -318,7 +322,7 @@ def evaluate(
                                        else float("nan")),
             seeds_with_pods_in={z: seeds_in.get(z, 0) for z in zones}, unscheduled_pods=unscheduled,
             per_seed_average=tuple(averages), seconds=time.perf_counter() - t0,
-            zone_loss_survived=survived, zone_loss_breaking=dict(sorted(breaking.items())),
+            zone_loss_survived=survived, zone_loss_breaking=dict(sorted(breaking.items())), zone_loss_cells=cells,
         ))
     table5 = {name: zone_placement_score(state0, groups, zones_) for name, zones_ in PAPER_TABLE5.items()}
     return EvaluationReport(
@@ -373,7 +377,7 @@ def _pm(stat: Stat, digits: int = 1) -> str:
 def format_table(report: EvaluationReport) -> str:
     zones = report.zones
     header = ["profile", "avg score", "total score", "% of optimum", "worst order %", "latency ms",
-              f"transfer $/{report.transfer_model.requests // 1_000_000}M req", "survives a zone loss",
+              f"transfer $/{report.transfer_model.requests // 1_000_000}M req", "survives a zone loss", "in-zone chains",
               *[f"pods {z}" for z in zones], "worst workload", "paper avg", "paper Table 5 re-scored"]
     rows = []
     for r in report.profiles:
@@ -383,7 +387,8 @@ def format_table(report: EvaluationReport) -> str:
             f"{100 * r.fraction_of_optimum:.1f}" if r.fraction_of_optimum == r.fraction_of_optimum else "n/a",
             f"{100 * r.worst_fraction_of_optimum:.1f}" if r.worst_fraction_of_optimum == r.worst_fraction_of_optimum
             else "n/a",
-            _pm(r.latency_ms), _pm(r.transfer_usd, 2), f"{r.zone_loss_survived}/{report.seeds}", *[_pm(r.pods_per_zone[z]) for z in zones],
+            _pm(r.latency_ms), _pm(r.transfer_usd, 2), f"{r.zone_loss_survived}/{report.seeds}",
+            f"{r.zone_loss_cells}/{report.seeds}", *[_pm(r.pods_per_zone[z]) for z in zones],
             f"{r.worst_workload} ({r.worst_workload_score:.1f})" if r.worst_workload else "-",
             f"{paper:.1f}" if paper is not None else "-",
             f"{report.paper_table5_scores[r.profile]:.1f}" if r.profile in report.paper_table5_scores else "-",

@@ -410,14 +410,15 @@ def _served(name: str, lost: str, zones_of: Mapping[str, Mapping[str, int]], cal
     return here
 
 
-def survives_zone_loss(group: AppGroupSpec, zones_of: Mapping[str, Mapping[str, int]], zones: Sequence[str]
-                       ) -> tuple[bool, tuple[str, ...]]:
+def survives_zone_loss(group: AppGroupSpec, zones_of: Mapping[str, Mapping[str, int]], zones: Sequence[str], *,
+                       chains: bool = False) -> tuple[bool, tuple[str, ...]]:
     """Does ``group`` survive the loss of any one of ``zones``: every workload keeps a replica in a
-    surviving zone that also holds (recursively) every dependency it calls, so each request has a
-    complete chain in one zone? Also the zones whose loss breaks it."""
+    surviving zone (so every call still has a callee). With ``chains``, the stricter cell property: that
+    zone also holds (recursively) every dependency it calls, so each request can stay in one zone.
+    Also the zones whose loss breaks it."""
     names = [w.name for w in group.workloads if w.replicas > 0]
     calls = {w.name: [d.target for d in w.dependencies if d.target in names and d.target != w.name]
-             for w in group.workloads}
+             for w in group.workloads} if chains else {}
     breaking: list[str] = []
     for lost in zones:
         served: dict[str, set[str]] = {}
