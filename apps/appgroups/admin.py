@@ -178,6 +178,9 @@ class _PageFormSet(BaseInlineFormSet):
 
 
 class AppGroupForm(_ValuesOnly):
+    # Optional like the document's field: left empty, no zone requirement (1).
+    min_zones = forms.IntegerField(required=False, initial=1, help_text="Replicas over at least this many zones; empty = 1.")
+
     class Meta:
         model = AppGroup
         fields = ("namespace", "name", "description", "topology_sorting_algorithm", "topology_mode", "min_zones",
