@@ -43,7 +43,17 @@ from .network_score import DEFAULT_SAME_NODE_SCORE, pair_scores
 from .state import ClusterState, NodeResources, evolve
 
 DEFAULT_BUDGET_S = 0.050
-OBJECTIVES = ("network-score", "network-cost")
+# What a plan maximises (a ``plan`` argument of the profile): the paper's network score (default), the KEP's
+# network cost, the modelled call time (latency: RTT + 4 KiB at the bandwidth + loss x RTO per packet, as the
+# evaluation's LatencyModel) or cross-zone / cross-region transfer (bytes x TRANSFER_USD_PER_GB); each as a
+# 0..1 benefit per zone pair (1 = free), weighted per dependency as the score is (traffic-weighted with weights).
+OBJECTIVES = ("network-score", "network-cost", "latency", "transfer-cost")
+# Example prices per GB (AWS list prices: $0.01/GB each way between zones, from $0.02/GB between regions);
+# only their ratio matters to the plan. docs/evaluation.md "Transfer cost".
+TRANSFER_USD_PER_GB = {"zone": 0.02, "region": 0.02}
+CALL_BYTES = 4 * 1024
+CALL_PACKETS = 4  # ceil(4 KiB / 1448) + the request's own packet
+RTO_MS = 200.0
 # soft: the plan is a preference; zone / region: the whole AppGroup in one zone / region, or its pods wait.
 MODES = TOPOLOGY_MODES
 _STRICTNESS = {"soft": 0, "region": 1, "zone": 2}  # one zone implies one region
@@ -189,6 +199,36 @@ def _zone_costs(state: ClusterState, zones: _Zones) -> np.ndarray:
     return out
 
 
+def _zone_call_ms(state: ClusterState, zones: _Zones) -> np.ndarray:
+    """Modelled time of one call between the zones' sampled nodes (the evaluation's latency model; an
+    unmeasured pair counts as 100 ms, 1 Mbit/s, 10 % loss; a one-node zone talks over loopback)."""
+    everything = np.concatenate(zones.samples) if zones.samples else np.zeros(0, dtype=np.int64)
+    topo = state.topology
+    ix = np.ix_(everything, everything)
+    lat = np.nan_to_num(topo.latency_ms[ix], nan=100.0)
+    bw = np.nan_to_num(topo.bandwidth_mbps[ix], nan=1.0)
+    loss = np.nan_to_num(topo.loss_pct[ix], nan=10.0) / 100.0
+    call = lat + CALL_BYTES * 8 / (np.maximum(bw, 1e-3) * 1e6) * 1e3 + CALL_PACKETS * loss * RTO_MS
+    return _block_means(call, zones, diagonal=0.05)
+
+
+def _zone_transfer_usd(zones: _Zones) -> np.ndarray:
+    """Price per GB between zones: 0 inside one, TRANSFER_USD_PER_GB's zone or region price otherwise."""
+    regions = np.array(zones.regions, dtype=object)
+    same_region = regions[:, None] == regions[None, :]
+    out = np.where(same_region, TRANSFER_USD_PER_GB["zone"], TRANSFER_USD_PER_GB["region"])
+    np.fill_diagonal(out, 0.0)
+    return cast(np.ndarray, out.astype(np.float64))
+
+
+def _benefit(cost: np.ndarray) -> np.ndarray:
+    """A cost matrix as a 0..1 benefit (1 = free, 0 = the costliest known pair; unknown pairs 0)."""
+    top = float(np.nanmax(cost)) if np.isfinite(cost).any() else 0.0
+    if top <= 0:
+        return np.ones_like(cost)
+    return cast(np.ndarray, np.nan_to_num(1.0 - cost / top, nan=0.0))
+
+
 def _zone_bandwidth_mbps(state: ClusterState, zones: _Zones) -> np.ndarray:
     everything = np.concatenate(zones.samples) if zones.samples else np.zeros(0, dtype=np.int64)
     bw = state.topology.bandwidth_mbps[np.ix_(everything, everything)]
@@ -263,12 +303,16 @@ def _problem(state: ClusterState, group: AppGroupSpec, objective: str,
         d.max_network_cost is not None for _, _, d, _ in raw) else None
     bandwidth = _zone_bandwidth_mbps(state, zones) if any(d.min_bandwidth_bps for _, _, d, _ in raw) else None
     score_cache: dict[Sensitivity, np.ndarray] = {}
+    fixed = (_benefit(_zone_call_ms(state, zones)) if objective == "latency" and raw else
+             _benefit(_zone_transfer_usd(zones)) if objective == "transfer-cost" and raw else None)
     edges: list[tuple[int, int, np.ndarray, float]] = []
     forbidden: list[tuple[int, int, int, int]] = []
     for u, d, dep, weight in raw:
         if objective == "network-cost":
             assert costs is not None
             matrix = 1.0 - np.minimum(costs, MAX_COST) / float(MAX_COST)
+        elif fixed is not None:
+            matrix = fixed
         else:
             if dep.sensitivity not in score_cache:
                 score_cache[dep.sensitivity] = _zone_scores(state, zones, dep.sensitivity)
