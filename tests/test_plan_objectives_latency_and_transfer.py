@@ -10,8 +10,7 @@ import pytest
 from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
 from apps.probes.scenario import load_scenario
 from apps.scheduler.evaluation.report import initial_state
-from apps.scheduler.scoring import engine
-from apps.scheduler.scoring import plans
+from apps.scheduler.scoring import engine, plans
 from apps.scheduler.scoring.plans import compute_plan
 
 
