@@ -78,12 +78,13 @@ class _Page:
             entries = workloads[source].setdefault("dependencies", [])
             base = f"spec.workloads[{source}].dependencies[{len(entries)}]"
             entries.append(_dependency_entry(data, name, base, f"dependencies:{form_index}", paths))
-        document = {"apiVersion": documents.API_VERSION, "kind": documents.APPGROUP_KIND,
-                    "metadata": {"namespace": main["namespace"], "name": main["name"]},
-                    "spec": {"topologySortingAlgorithm": main["topology_sorting_algorithm"],
-                             "topologyMode": main["topology_mode"], "workloads": workloads}}
+        spec: dict[str, Any] = {"topologySortingAlgorithm": main["topology_sorting_algorithm"],
+                                "topologyMode": main["topology_mode"]}
         if main.get("min_zones") not in (None, 1):
-            document["spec"]["minZones"] = main["min_zones"]
+            spec["minZones"] = main["min_zones"]
+        spec["workloads"] = workloads
+        document = {"apiVersion": documents.API_VERSION, "kind": documents.APPGROUP_KIND,
+                    "metadata": {"namespace": main["namespace"], "name": main["name"]}, "spec": spec}
         return document, paths
 
     def check(self) -> None:

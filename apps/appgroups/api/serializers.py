@@ -121,14 +121,16 @@ def api_document(attrs: dict[str, Any]) -> tuple[dict[str, Any], documents.PathM
                                "spec.topologySortingAlgorithm": "topology_sorting_algorithm",
                                "spec.topologyMode": "topology_mode", "spec.minZones": "min_zones"})
     workloads = [_workload(raw, index, paths) for index, raw in enumerate((attrs.get("workloads") or {}).get("all", []))]
+    spec: dict[str, Any] = {
+        "topologySortingAlgorithm": attrs.get("topology_sorting_algorithm") or TopologySortingAlgorithm.KAHN,
+        "topologyMode": attrs.get("topology_mode") or TopologyMode.SOFT}
+    if attrs.get("min_zones") not in (None, 1):
+        spec["minZones"] = attrs["min_zones"]
+    spec["workloads"] = workloads
     document = {
         "apiVersion": documents.API_VERSION, "kind": documents.APPGROUP_KIND,
-        "metadata": {"namespace": attrs.get("namespace", ""), "name": attrs.get("name", "")},
-        "spec": {"topologySortingAlgorithm": attrs.get("topology_sorting_algorithm") or TopologySortingAlgorithm.KAHN,
-                 "topologyMode": attrs.get("topology_mode") or TopologyMode.SOFT, "workloads": workloads},
+        "metadata": {"namespace": attrs.get("namespace", ""), "name": attrs.get("name", "")}, "spec": spec,
     }
-    if attrs.get("min_zones") not in (None, 1):
-        document["spec"]["minZones"] = attrs["min_zones"]
     return document, paths
 
 

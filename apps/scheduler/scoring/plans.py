@@ -218,7 +218,8 @@ def _zone_transfer_usd(zones: _Zones) -> np.ndarray:
     same_region = regions[:, None] == regions[None, :]
     out = np.where(same_region, TRANSFER_USD_PER_GB["zone"], TRANSFER_USD_PER_GB["region"])
     np.fill_diagonal(out, 0.0)
-    return cast(np.ndarray, out.astype(np.float64))
+    prices: np.ndarray = out.astype(np.float64)
+    return prices
 
 
 def _benefit(cost: np.ndarray) -> np.ndarray:
@@ -226,7 +227,8 @@ def _benefit(cost: np.ndarray) -> np.ndarray:
     top = float(np.nanmax(cost)) if np.isfinite(cost).any() else 0.0
     if top <= 0:
         return np.ones_like(cost)
-    return cast(np.ndarray, np.nan_to_num(1.0 - cost / top, nan=0.0))
+    benefit: np.ndarray = np.nan_to_num(1.0 - cost / top, nan=0.0)
+    return benefit
 
 
 def _zone_bandwidth_mbps(state: ClusterState, zones: _Zones) -> np.ndarray:
@@ -412,11 +414,11 @@ def _cells(problem: _Problem, min_zones: Sequence[int]) -> _Cells | None:
     sens: list[Sensitivity] = []
     for e, (u, d, matrix, coef) in enumerate(problem.edges):
         ku, kd = ks[u], ks[d]
-        cell = {(first[u] + c, first[d] + (c % kd)) for c in range(ku)} if ku >= kd else \
+        same_cell = {(first[u] + c, first[d] + (c % kd)) for c in range(ku)} if ku >= kd else \
             {(first[u] + (c % ku), first[d] + c) for c in range(kd)}
         for a in range(first[u], first[u] + ku):
             for b in range(first[d], first[d] + kd):
-                edges.append((a, b, matrix, coef * (1.0 + CELL_BONUS if (a, b) in cell else 1.0)))
+                edges.append((a, b, matrix, coef * (1.0 + CELL_BONUS if (a, b) in same_cell else 1.0)))
                 if problem.sensitivities:
                     sens.append(problem.sensitivities[e])
     forbidden = [(a, z1, b, z2) for (u, z1, d, z2) in problem.forbidden
