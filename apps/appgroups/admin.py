@@ -59,7 +59,8 @@ class _Page:
         main = self.form.cleaned_data  # type: ignore[union-attr]
         paths = documents.PathMap({"metadata.name": "form:name", "metadata.namespace": "form:namespace",
                                    "spec.topologySortingAlgorithm": "form:topology_sorting_algorithm",
-                                   "spec.topologyMode": "form:topology_mode", "spec.workloads": "form:"})
+                                   "spec.topologyMode": "form:topology_mode",
+                                   "spec.rebalanceMode": "form:rebalance_mode", "spec.workloads": "form:"})
         rows = sorted(_kept(self.formsets["workloads"]), key=lambda item: (item[1].get("position") or 0, item[0]))
         workloads: list[dict[str, Any]] = []
         index_of: dict[Any, int] = {}
@@ -80,7 +81,8 @@ class _Page:
         document = {"apiVersion": documents.API_VERSION, "kind": documents.APPGROUP_KIND,
                     "metadata": {"namespace": main["namespace"], "name": main["name"]},
                     "spec": {"topologySortingAlgorithm": main["topology_sorting_algorithm"],
-                             "topologyMode": main["topology_mode"], "workloads": workloads}}
+                             "topologyMode": main["topology_mode"], "rebalanceMode": main["rebalance_mode"],
+                             "workloads": workloads}}
         return document, paths
 
     def check(self) -> None:
@@ -174,7 +176,8 @@ class _PageFormSet(BaseInlineFormSet):
 class AppGroupForm(_ValuesOnly):
     class Meta:
         model = AppGroup
-        fields = ("namespace", "name", "description", "topology_sorting_algorithm", "topology_mode", "origin")
+        fields = ("namespace", "name", "description", "topology_sorting_algorithm", "topology_mode", "rebalance_mode",
+                  "origin")
 
     page: _Page | None = None
 
@@ -232,11 +235,12 @@ class AppGroupAdmin(SimpleHistoryAdmin):
         "namespace",
         "topology_sorting_algorithm",
         "topology_mode",
+        "rebalance_mode",
         "origin",
         "last_synced_at",
         "updated_at",
     )
-    list_filter = ("namespace", "origin", "topology_sorting_algorithm", "topology_mode")
+    list_filter = ("namespace", "origin", "topology_sorting_algorithm", "topology_mode", "rebalance_mode")
     search_fields = ("name", "namespace", "description")
     readonly_fields = AppGroup.BOOKKEEPING_FIELDS
     form = AppGroupForm

@@ -193,6 +193,7 @@ def _spec(doc: Mapping[str, Any], default_namespace: str) -> AppGroupSpec:
         workloads=tuple(_workload(item) for item in spec["workloads"]),
         topology_sorting_algorithm=spec.get("topologySortingAlgorithm") or toposort.DEFAULT_ALGORITHM,
         topology_mode=spec.get("topologyMode") or "soft",
+        rebalance_mode=spec.get("rebalanceMode") or "off",
     )
 
 
@@ -312,6 +313,9 @@ def _diktyo_as_ours(doc: Mapping[str, Any], paths: PathMap) -> dict[str, Any]:
     if extras.get("topologyMode") is not None:
         ours["topologyMode"] = extras["topologyMode"]
         paths["spec.topologyMode"] = f"{extras_path}.topologyMode"
+    if extras.get("rebalanceMode") is not None:
+        ours["rebalanceMode"] = extras["rebalanceMode"]
+        paths["spec.rebalanceMode"] = f"{extras_path}.rebalanceMode"
     return {"apiVersion": API_VERSION, "kind": APPGROUP_KIND,
             "metadata": {key: metadata[key] for key in ("name", "namespace") if key in metadata}, "spec": ours}
 
@@ -363,7 +367,7 @@ def _diktyo_workload(
 
 
 def _extras(metadata: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
-    """The extras annotation ({topologyMode?, workloads: {name: fields}}: what diktyo has no field for) and its path."""
+    """The extras annotation ({topologyMode?, rebalanceMode?, workloads: {name: fields}}: what diktyo has no field for) and its path."""
     path = f"metadata.annotations[{EXTRAS_ANNOTATION}]"
     raw = (metadata.get("annotations") or {}).get(EXTRAS_ANNOTATION)
     if raw in (None, ""):
@@ -430,12 +434,16 @@ def _workload_document(workload: WorkloadSpec) -> dict[str, Any]:
 
 def spec_document(spec: AppGroupSpec) -> dict[str, Any]:
     """The ``spec`` of our AppGroup document (canonical: same spec -> same document). ``topologyMode`` is
-    always written: the API server defaults it, so the cluster's copy carries it too."""
-    return {
+    always written: the API server defaults it, so the cluster's copy carries it too. ``rebalanceMode`` only
+    when not ``off`` (no CRD default): AppGroups stored before it existed keep their hash."""
+    document: dict[str, Any] = {
         "topologySortingAlgorithm": spec.topology_sorting_algorithm,
         "topologyMode": spec.topology_mode,
-        "workloads": [_workload_document(workload) for workload in spec.workloads],
     }
+    if spec.rebalance_mode != "off":
+        document["rebalanceMode"] = spec.rebalance_mode
+    document["workloads"] = [_workload_document(workload) for workload in spec.workloads]
+    return document
 
 
 def spec_hash(spec: AppGroupSpec) -> str:
@@ -484,9 +492,12 @@ def _extras_document(spec: AppGroupSpec) -> dict[str, Any]:
             if weights:
                 entry["dependencyWeights"] = weights
         workloads[workload.name] = entry
+    extras: dict[str, Any] = {}
     if spec.topology_mode != "soft":
-        return {"topologyMode": spec.topology_mode, "workloads": workloads}
-    return {"workloads": workloads}
+        extras["topologyMode"] = spec.topology_mode
+    if spec.rebalance_mode != "off":
+        extras["rebalanceMode"] = spec.rebalance_mode
+    return {**extras, "workloads": workloads}
 
 
 def _diktyo_spec_document(spec: AppGroupSpec) -> dict[str, Any]:

@@ -70,6 +70,7 @@ def _spec(
         workloads=tuple(specs),
         topology_sorting_algorithm=appgroup.topology_sorting_algorithm,
         topology_mode=appgroup.topology_mode,
+        rebalance_mode=appgroup.rebalance_mode,
     )
 
 

@@ -125,6 +125,7 @@ def save_appgroup(
     row.namespace, row.name = spec.namespace, spec.name
     old_key = key_before_save(appgroup=row)
     row.topology_sorting_algorithm, row.topology_mode = spec.topology_sorting_algorithm, spec.topology_mode
+    row.rebalance_mode = spec.rebalance_mode
     row.origin, row.spec_hash = origin, documents.spec_hash(spec)
     if description is not None:
         row.description = description

@@ -14,7 +14,7 @@ from typing import Any
 from rest_framework import serializers
 
 from .. import documents, services
-from ..choices import Origin, TopologyMode, TopologySortingAlgorithm
+from ..choices import Origin, RebalanceMode, TopologyMode, TopologySortingAlgorithm
 from ..models import AppGroup, Placement
 
 
@@ -59,12 +59,13 @@ class AppGroupSerializer(serializers.ModelSerializer):
         choices=TopologySortingAlgorithm.choices, required=False, default=TopologySortingAlgorithm.KAHN
     )
     topology_mode = serializers.ChoiceField(choices=TopologyMode.choices, required=False, default=TopologyMode.SOFT)
+    rebalance_mode = serializers.ChoiceField(choices=RebalanceMode.choices, required=False, default=RebalanceMode.OFF)
 
     class Meta:
         model = AppGroup
         read_only_fields = ("origin", *AppGroup.BOOKKEEPING_FIELDS)
         fields = ("id", "namespace", "name", "description", "topology_sorting_algorithm", "topology_mode",
-                  *read_only_fields, "workloads")
+                  "rebalance_mode", *read_only_fields, "workloads")
         # Uniqueness of (namespace, name) is services.check_appgroup's, like every other rule.
         validators: list[Any] = []
 
@@ -113,13 +114,14 @@ def api_document(attrs: dict[str, Any]) -> tuple[dict[str, Any], documents.PathM
     """Type-checked serializer data as our AppGroup document, and the map of its paths back to this one's."""
     paths = documents.PathMap({"metadata.name": "name", "metadata.namespace": "namespace", "spec.workloads": "workloads",
                                "spec.topologySortingAlgorithm": "topology_sorting_algorithm",
-                               "spec.topologyMode": "topology_mode"})
+                               "spec.topologyMode": "topology_mode", "spec.rebalanceMode": "rebalance_mode"})
     workloads = [_workload(raw, index, paths) for index, raw in enumerate((attrs.get("workloads") or {}).get("all", []))]
     document = {
         "apiVersion": documents.API_VERSION, "kind": documents.APPGROUP_KIND,
         "metadata": {"namespace": attrs.get("namespace", ""), "name": attrs.get("name", "")},
         "spec": {"topologySortingAlgorithm": attrs.get("topology_sorting_algorithm") or TopologySortingAlgorithm.KAHN,
-                 "topologyMode": attrs.get("topology_mode") or TopologyMode.SOFT, "workloads": workloads},
+                 "topologyMode": attrs.get("topology_mode") or TopologyMode.SOFT,
+                 "rebalanceMode": attrs.get("rebalance_mode") or RebalanceMode.OFF, "workloads": workloads},
     }
     return document, paths
 

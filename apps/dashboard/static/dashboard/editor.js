@@ -18,6 +18,7 @@
     description: ((meta.annotations || {})[DESCRIPTION]) || "",
     algorithm: (doc.spec || {}).topologySortingAlgorithm || "KahnSort",
     mode: (doc.spec || {}).topologyMode || "soft",
+    rebalance: (doc.spec || {}).rebalanceMode || "off",  // no field on this page: kept as it was
     workloads: ((doc.spec || {}).workloads || []).map(w => ({
       extra: Object.fromEntries(Object.entries(w).filter(([k]) => !["name", "selector", "weight", "dependencies", "replicas"].includes(k))),
       name: w.name || "", weight: w.weight ?? 1, replicas: w.replicas ?? "",
@@ -44,7 +45,7 @@
     if (model.description) metadata.annotations = { [DESCRIPTION]: model.description };
     return {
       apiVersion: doc.apiVersion || "netaware.io/v1alpha1", kind: doc.kind || "AppGroup", metadata,
-      spec: { topologySortingAlgorithm: model.algorithm, topologyMode: model.mode, workloads: model.workloads.map(w => {
+      spec: { topologySortingAlgorithm: model.algorithm, topologyMode: model.mode, rebalanceMode: model.rebalance, workloads: model.workloads.map(w => {
         const out = Object.assign({}, w.extra, { name: w.name, selector: selectorOf(w) });
         if (num(w.weight) !== undefined) out.weight = num(w.weight);
         if (num(w.replicas) !== undefined) out.replicas = num(w.replicas);
