@@ -21,7 +21,7 @@ from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
 from apps.appgroups.models import AppGroup, Dependency, Placement, Workload
-from apps.appgroups.selectors import all_appgroup_specs, placements_by_workload
+from apps.appgroups.selectors import all_appgroup_specs, appgroup_spec, placements_by_workload
 from apps.probes.selectors import node_usage
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage
 from apps.topology.models import Node, TopologySnapshot
@@ -30,6 +30,7 @@ from apps.topology.topomath import Topology
 
 from .cache import NodeRecord, PodRecord
 from .choices import Verb
+from .evaluation.drift import DriftReport, PlacedPod, assess_drift
 from .models import Decision, ObservedPod, SchedulerProfile
 from .profiles import builtin_default_name, builtin_profiles, compile_profile
 
@@ -215,6 +216,25 @@ def state_stamps() -> dict[str, tuple[Any, ...]]:
         del row[: len(models)]
     out["topology"] = (row[0],)
     return out
+
+
+# --- drift ------------------------------------------------------------------------------------
+
+
+def placed_pods(*, appgroup: AppGroup) -> list[PlacedPod]:
+    """The AppGroup's bound pods as the drift assessment names them (pod "namespace/name")."""
+    rows = (Placement.objects.filter(appgroup=appgroup).exclude(node_name="")
+            .order_by("pod_namespace", "pod_name").values_list("pod_namespace", "pod_name", "workload__name", "node_name"))
+    return [PlacedPod(f"{ns}/{name}", workload, node) for ns, name, workload, node in rows]
+
+
+def drift_for(*, appgroup: AppGroup, state: ClusterState | None = None) -> DriftReport:
+    """The AppGroup's drift now: its recorded placements on the current topology snapshot and the
+    cluster watcher's node requests (``build_cluster_state``), against the plan found now. Computed
+    (a plan: up to ``evaluation.drift.DRIFT_PLAN_BUDGET_S`` of work), not read: the periodic task
+    stores it for pages and ``/metrics`` (``latest_drift``). ``state``: one state for several AppGroups."""
+    spec = appgroup_spec(appgroup=appgroup)
+    return assess_drift(state=state or build_cluster_state(), group=spec, pods=placed_pods(appgroup=appgroup))
 
 
 # --- profiles --------------------------------------------------------------------------------
