@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
@@ -54,6 +54,7 @@ GROUP, VERSION, PLURAL = "netaware.io", "v1alpha1", "appgroups"
 EVENT_SOURCE = "netaware-rebalancer"
 MAX_MOVES_KEPT = 20
 MINUTE = 60.0
+MIN_BACKOFF_SECONDS = 10.0
 MAX_BACKOFF_SECONDS = 300.0
 
 
@@ -172,8 +173,8 @@ class Rebalancer:
         self.limits = limits or Limits.from_settings()
         self.clock = clock
         self.stop_event = threading.Event()
-        # Backoff after a refusal (429) or a retryable error: AppGroup key -> (monotonic retry time, refusals).
-        self.backoff: dict[str, tuple[float, int]] = {}
+        # Backoff after a refusal (429) or a retryable error: AppGroup key -> (retry time, refusals in a row).
+        self.backoff: dict[str, tuple[datetime, int]] = {}
         # The state of AppGroups without a CR (none synced yet): kept here instead of in status.rebalance.
         self.local_state: dict[str, dict[str, Any]] = {}
 
@@ -303,8 +304,8 @@ class Rebalancer:
                                 f"moves start after {limits.sustain:g} s")
         if group.rebalance_mode == "dry-run":
             return self._dry_run(group, state, assessment, now, report)
-        retry_at, refusals = self.backoff.get(key, (0.0, 0))
-        if time.monotonic() < retry_at:
+        retry_at, refusals = self.backoff.get(key, (now, 0))
+        if now < retry_at:
             return "Waiting", str(state.get("message") or "backing off")
         move, why_not = self._next_move(spec, assessment, pods, blocked)
         if move is None:
@@ -361,8 +362,8 @@ class Rebalancer:
         except Exception as exc:
             status = kube.status_of(exc)
             if status == 429:
-                delay = min(MAX_BACKOFF_SECONDS, self.limits.interval * 2 ** refusals)
-                self.backoff[key] = (time.monotonic() + delay, refusals + 1)
+                delay = min(MAX_BACKOFF_SECONDS, max(MIN_BACKOFF_SECONDS, self.limits.interval) * 2 ** refusals)
+                self.backoff[key] = (now + timedelta(seconds=delay), refusals + 1)
                 detail = kube.describe(exc)
                 causes = (kube.status_body(exc).get("details") or {}).get("causes") or []
                 if causes:
@@ -374,7 +375,7 @@ class Rebalancer:
             if status == 404:
                 return "Waiting", f"pod {move.pod} is gone; re-assessing next pass"
             if kube.is_retryable(exc):
-                self.backoff[key] = (time.monotonic() + self.limits.interval, refusals)
+                self.backoff[key] = (now + timedelta(seconds=self.limits.interval), refusals)
                 return "Waiting", f"evicting {move.pod}: {kube.describe(exc)}; retried next pass"
             raise
         self.backoff.pop(key, None)
