@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -25,13 +26,13 @@ from apps.appgroups.selectors import all_appgroup_specs, appgroup_spec, placemen
 from apps.probes.selectors import node_usage
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage
 from apps.topology.models import Node, TopologySnapshot
-from apps.topology.selectors import current_topology
+from apps.topology.selectors import current_snapshot, current_topology
 from apps.topology.topomath import Topology
 
 from .cache import NodeRecord, PodRecord
 from .choices import Verb
 from .evaluation.drift import DriftReport, PlacedPod, assess_drift
-from .models import Decision, ObservedPod, SchedulerProfile
+from .models import Decision, DriftAssessment, ObservedPod, SchedulerProfile
 from .profiles import builtin_default_name, builtin_profiles, compile_profile
 
 log = logging.getLogger(__name__)
@@ -235,6 +236,26 @@ def drift_for(*, appgroup: AppGroup, state: ClusterState | None = None) -> Drift
     stores it for pages and ``/metrics`` (``latest_drift``). ``state``: one state for several AppGroups."""
     spec = appgroup_spec(appgroup=appgroup)
     return assess_drift(state=state or build_cluster_state(), group=spec, pods=placed_pods(appgroup=appgroup))
+
+
+def latest_drift(*, appgroup: AppGroup) -> DriftAssessment | None:
+    """The AppGroup's stored drift (the periodic task's latest), or None before its first round."""
+    return DriftAssessment.objects.filter(appgroup=appgroup).first()
+
+
+def fresh_drift(*, appgroup: AppGroup) -> DriftAssessment:
+    """The AppGroup's drift computed now, as an unsaved assessment (the API's ``?fresh=true``)."""
+    started = time.perf_counter()
+    snapshot = current_snapshot()
+    report = drift_for(appgroup=appgroup)
+    return DriftAssessment(appgroup=appgroup, computed_at=timezone.now(), **DriftAssessment.fields_of(report),
+                           topology_version=snapshot.version if snapshot is not None else None,
+                           elapsed_ms=(time.perf_counter() - started) * 1e3)
+
+
+def drift_assessments() -> QuerySet[DriftAssessment]:
+    """Every stored drift with its AppGroup's namespace and name (``/metrics``)."""
+    return DriftAssessment.objects.select_related("appgroup").order_by("appgroup__namespace", "appgroup__name")
 
 
 # --- profiles --------------------------------------------------------------------------------

@@ -14,18 +14,23 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
+from apps.appgroups.models import AppGroup, Placement
+from apps.appgroups.selectors import appgroups_with_graph
 from apps.scheduler.scoring.state import ClusterState, NodeResources, PodInfo, evolve
+from apps.topology.selectors import current_snapshot
 
 from . import decisionlog, metrics, selectors, wire
 from .cache import CacheView
 from .choices import Verb
-from .models import Decision, ObservedPod, SchedulerProfile
+from .evaluation.drift import DriftReport
+from .models import Decision, DriftAssessment, ObservedPod, SchedulerProfile
 from .runtime import ExtenderRuntime, notify_change, process_runtime
 from .scoring import engine
 from .selectors import conf
@@ -370,3 +375,39 @@ def decision_breakdown_by_node(decision: Decision) -> dict[str, dict[str, Any]]:
     return out
 
 
+
+
+# === drift (issue 25) ==========================================================================
+
+
+def record_drift(*, appgroup: AppGroup, report: DriftReport, computed_at: datetime,
+                 topology_version: int | None, elapsed_ms: float = 0.0) -> DriftAssessment:
+    """Store ``report`` as the AppGroup's latest drift (one row per AppGroup, replaced)."""
+    assessment, _ = DriftAssessment.objects.update_or_create(appgroup=appgroup, defaults={
+        **DriftAssessment.fields_of(report), "computed_at": computed_at, "topology_version": topology_version,
+        "elapsed_ms": elapsed_ms})
+    return assessment
+
+
+def assess_all_drift(*, now: datetime | None = None) -> int:
+    """The drift of every AppGroup with pods placed, on one state of the cluster (the current topology);
+    AppGroups without pods lose a stored assessment. Returns how many were assessed. An AppGroup
+    whose assessment fails is logged and skipped: the others are still assessed."""
+    now = now or timezone.now()
+    state = selectors.build_cluster_state(now=now)
+    snapshot = current_snapshot()
+    version = snapshot.version if snapshot is not None else None
+    placed = set(Placement.objects.values_list("appgroup_id", flat=True).distinct())
+    DriftAssessment.objects.exclude(appgroup_id__in=placed).delete()
+    done = 0
+    for appgroup in appgroups_with_graph().filter(pk__in=placed).order_by("namespace", "name"):
+        started = time.perf_counter()
+        try:
+            report = selectors.drift_for(appgroup=appgroup, state=state)
+        except Exception:
+            log.exception("drift of AppGroup %s/%s could not be assessed", appgroup.namespace, appgroup.name)
+            continue
+        record_drift(appgroup=appgroup, report=report, computed_at=now, topology_version=version,
+                     elapsed_ms=(time.perf_counter() - started) * 1e3)
+        done += 1
+    return done
