@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('scheduler', '0006_change_history'),
+        ('scheduler', '0007_drift_assessment'),
     ]
 
     operations = [
