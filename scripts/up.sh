@@ -14,7 +14,7 @@
 #                                schedule an AppGroup again (the stack must be up)
 #   bash scripts/up.sh degrade ZONE_A ZONE_B [--rtt-ms MS] [--loss FRACTION]
 #                                degrade a zone pair's link in the emulator (the rebalancer's demo,
-#                                docs/rebalancer.md); e.g. degrade zone-a zone-b --rtt-ms 40 --loss 0.02
+#                                docs/rebalancer.md); e.g. degrade A B --rtt-ms 40 --loss 0.02
 #   bash scripts/up.sh status    show what runs
 #   bash scripts/up.sh stop      stop what this script started
 #   bash scripts/up.sh logs      tail the logs
