@@ -204,7 +204,7 @@ case "${1:-up}" in
       "$zone_a" "$zone_b" "$rtt" "$loss" 2>/dev/null)" || die "degrade: --rtt-ms and --loss must be numbers"
     answer="$(curl -sS --max-time 10 -X POST -H 'Content-Type: application/json' --data "$body" \
       -w '\n%{http_code}' "http://127.0.0.1:$EMU_PORT/links/degrade")" || die "the emulator did not answer"
-    code="${answer##*$'\n'}"; text="${answer%$'\n'*}"
+    code="${answer##*$'\n'}"; text="${answer%$'\n'*}"; text="${text%$'\n'}"
     [ "$code" = 200 ] || die "degrade: $text"
     echo "$text"
     echo "The topology follows within a minute or two; AppGroups with spec.rebalanceMode on move (see the"
