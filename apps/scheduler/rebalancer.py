@@ -9,7 +9,7 @@ writes the state back. A step:
 * drift at or below ``REBALANCER_DRIFT_THRESHOLD``: Idle (a move in flight is still followed).
 * above it for less than ``REBALANCER_SUSTAIN_SECONDS``: Drifting.
 * a move in flight (one per AppGroup, so one per workload): wait until its workload is settled (every
-  pod bound and Ready, as many as before) — then compare the measured score with the one before the
+  pod bound and Ready, as many as before) and the cluster watcher recorded it — then compare the measured score with the one before the
   move: not better -> Stopped for ``REBALANCER_STOP_SECONDS`` (reported). Not settled within
   ``REBALANCER_READY_TIMEOUT_SECONDS`` -> the workload is Blocked: no more moves for it.
 * otherwise the first move of the drift report whose workload is settled and not blocked, within the
@@ -266,6 +266,9 @@ class Rebalancer:
                                         message=f"the replacement of {in_flight.get('pod')} ({workload.name}) was not "
                                                 f"Ready within {limits.ready_timeout:g} s: no more moves for this "
                                                 "workload")
+            elif not _recorded(group, workload.name, in_flight):
+                return "Moving", (f"the replacement of {in_flight.get('pod')} ({workload.name}) is Ready; waiting for "
+                                  "the cluster watcher to record where it runs")
             else:
                 state.pop("inFlight", None)
                 score_before = float(in_flight.get("scoreBefore") or 0.0)
@@ -429,6 +432,15 @@ class Rebalancer:
                                           **rebalance}}}
         kube.retry(lambda: kube.custom_objects().patch_namespaced_custom_object_status(
             GROUP, VERSION, group.namespace, PLURAL, group.name, patch), attempts=3)
+
+
+def _recorded(group: AppGroup, workload: str, in_flight: dict[str, Any]) -> bool:
+    """The placements the drift computation reads show the move done: the evicted pod gone, as many of
+    the workload's pods placed as before (else a score read too early would look like no improvement)."""
+    placed = selectors.placed_pods(appgroup=group)
+    if any(p.pod == f"{group.namespace}/{in_flight.get('pod')}" for p in placed):
+        return False
+    return sum(1 for p in placed if p.workload == workload) >= int(in_flight.get("pods") or 0)
 
 
 def _recent(state: dict[str, Any], now: datetime) -> int:
