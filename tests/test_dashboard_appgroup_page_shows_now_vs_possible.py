@@ -20,6 +20,8 @@ def test_the_page_shows_the_stored_drift_and_its_moves(client):
     assert 'id="appgroup-drift"' in page and 'id="drift-not-assessed"' in page
     assert services.assess_all_drift() == 1
     row = DriftAssessment.objects.get(appgroup=group)
+    assert services.assess_all_drift() == 0  # nothing changed: the stored assessment stands
+    assert DriftAssessment.objects.get(appgroup=group).computed_at == row.computed_at
     page = client.get(f"/appgroups/{group.pk}").content.decode()
     assert 'id="drift-not-assessed"' not in page
     assert f"{round(100 * row.drift, 1)} %" in page

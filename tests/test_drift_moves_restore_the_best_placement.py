@@ -115,3 +115,13 @@ def test_moves_keep_the_pods_that_are_already_well_placed():
     report = assess_drift(state=degraded, group=group)
     # cart and db already share zone B: moving the two front pods there is enough
     assert sorted((m.workload, m.to_node[0]) for m in report.moves) == [("front", "b"), ("front", "b")]
+
+
+def test_pending_pods_are_not_counted_in_the_best_placement():
+    group = _group()  # front has 2 replicas; only one runs
+    running = {"front": ("a1",), "cart": ("b1", "b2"), "db": ("b1",)}
+    state = _placed(_scenario(0.3, 0.0), group, running)
+    degraded = evolve(state, topology=topology_from_scenario(_scenario(40.0, 3.0)))
+    report = assess_drift(state=degraded, group=group)
+    assert [m.pod for m in report.moves] == ["shop/front-0"]
+    assert report.score_after_moves == pytest.approx(report.best_score)

@@ -205,6 +205,11 @@ class DriftAssessment(models.Model):
     moves = models.JSONField(default=list, blank=True)
     notes = models.JSONField(default=list, blank=True)
     elapsed_ms = models.FloatField(default=0.0)
+    # What it was computed from (topology version, the AppGroup's spec and pods): unchanged inputs are not
+    # assessed again until REFRESH_SECONDS have passed (node capacity may have changed meanwhile).
+    inputs_hash = models.CharField(max_length=64, blank=True)
+
+    REFRESH_SECONDS = 300
 
     class Meta:
         ordering = ("-drift", "appgroup_id")

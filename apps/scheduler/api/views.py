@@ -88,7 +88,7 @@ class DiagnoseView(APIView):
         return Response(report, status=status.HTTP_200_OK)
 
 
-_FRESH = {"true": True, "1": True, "false": False, "0": False}
+_FRESH = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
 
 
 class AppGroupDriftView(APIView):

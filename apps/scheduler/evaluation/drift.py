@@ -23,11 +23,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from apps.appgroups.graph import AppGroupSpec, WorkloadSpec
 from apps.scheduler.scoring import plans
 from apps.scheduler.scoring.state import ClusterState, NodeResources, evolve
 
-from .metrics import LatencyModel, TransferModel, network_metrics, request_latency_ms, transfer_cost
+from .adapter import network_scores_at
+from .metrics import LatencyModel, TransferModel, request_latency_ms, transfer_cost
 
 # Work budget (nominal seconds, plans.WORK_PER_SECOND) of the plan drift compares with: larger than a
 # scheduling request's (it runs in a periodic task), without the wall-time safety net (deterministic).
@@ -114,12 +117,20 @@ def _shift(node: NodeResources, cpu: int, mem: int, pods: int) -> NodeResources:
 
 
 class _Scorer:
-    """Scores placements of one AppGroup on one state (only its placements change)."""
+    """Scores placements of one AppGroup on one state (only its placements change), as
+    ``metrics.network_metrics`` does; a workload's Algorithm 2 depends only on its own pods and those of
+    the workloads it calls or that call it, so each is remembered per those nodes and a single-pod
+    move recomputes a few workloads, not the AppGroup."""
 
     def __init__(self, state: ClusterState, group: AppGroupSpec) -> None:
         self.state = state
         self.group = group
         self.memo: dict[tuple[tuple[str, tuple[str, ...]], ...], float] = {}
+        self.parts: dict[tuple[str, tuple[tuple[str, ...], ...]], float | None] = {}
+        self.neighbours = {w.name: tuple(sorted({w.name, *(d.target for d in w.dependencies),
+                                                 *(o.name for o, _ in group.dependents_of(w.name))}))
+                           for w in group.workloads}
+        self.weight = {w.name: w.weight for w in group.workloads}
 
     def with_placement(self, placement: Mapping[str, Sequence[str]]) -> ClusterState:
         placements = dict(self.state.placements)
@@ -133,11 +144,33 @@ class _Scorer:
         return evolve(self.state, placements=placements)
 
     def score(self, placement: Mapping[str, Sequence[str]]) -> float:
-        key = tuple((w, tuple(sorted(placement.get(w, ())))) for w in sorted(placement))
+        """The average network score (0..100; NaN: nothing to score) of ``placement`` (workload -> nodes)."""
+        nodes = {w: tuple(sorted(placement.get(w, ()))) for w in self.neighbours}
+        key = tuple(nodes.items())
         known = self.memo.get(key)
-        if known is None:
-            known = self.memo[key] = network_metrics(self.with_placement(placement), [self.group]).average
-        return known
+        if known is not None:
+            return known
+        state: ClusterState | None = None
+        scores: dict[str, float] = {}
+        for workload, around in self.neighbours.items():
+            if not nodes[workload]:
+                continue
+            part = (workload, tuple(nodes[n] for n in around))
+            if part not in self.parts:
+                state = state or self.with_placement(nodes)
+                values = network_scores_at(state, self.group, workload, nodes[workload])
+                self.parts[part] = float(np.mean(values)) if values is not None else None
+            value = self.parts[part]
+            if value is not None:
+                scores[workload] = value
+        if not scores:
+            result = math.nan
+        else:  # as metrics.network_metrics: importance-weighted mean of the workload scores
+            total = sum(self.weight[w] for w in scores)
+            result = (sum(self.weight[w] * v for w, v in scores.items()) / total if total > 0
+                      else float(np.mean(list(scores.values()))))
+        self.memo[key] = result
+        return result
 
 
 def _without_group(state: ClusterState, group: AppGroupSpec) -> ClusterState:
@@ -224,7 +257,9 @@ def assess_drift(*, state: ClusterState, group: AppGroupSpec, pods: Sequence[Pla
 
     current_score = scorer.score(current)
     free_state = _without_group(state, group)
-    plan = plans.compute_plan(state=free_state, group=group, budget_s=budget_s, wall_slack=float("inf"),
+    # The pods running now, not the replicas hinted: pending pods are the scheduler's, not a move's.
+    running = replace(group, workloads=tuple(replace(w, replicas=len(current[w.name])) for w in group.workloads))
+    plan = plans.compute_plan(state=free_state, group=running, budget_s=budget_s, wall_slack=float("inf"),
                               reason="drift assessment")
     target = _materialize(plan, group, free_state, current) if plan.method != "none" else None
     if target is None:
@@ -258,7 +293,7 @@ def _best_moves(state: ClusterState, group: AppGroupSpec, scorer: _Scorer, pods:
     """The better of two greedy sequences: any move (fewest moves, often) and only moves toward the
     plan (which reaches a plan whose first steps the free search would not take, e.g. to an empty zone)."""
     free = _greedy_moves(state, group, scorer, pods, current, target, plan_id, max_moves, plan_only=False)
-    if target is None:
+    if target is None or not scorer.score(target) > scorer.score(free[1]) + MIN_GAIN:
         return free
     planned = _greedy_moves(state, group, scorer, pods, current, target, plan_id, max_moves, plan_only=True)
     score_free, score_planned = scorer.score(free[1]), scorer.score(planned[1])

@@ -49,6 +49,7 @@ class Migration(migrations.Migration):
                 ('moves', models.JSONField(blank=True, default=list)),
                 ('notes', models.JSONField(blank=True, default=list)),
                 ('elapsed_ms', models.FloatField(default=0.0)),
+                ('inputs_hash', models.CharField(blank=True, max_length=64)),
                 ('appgroup', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='drift', to='appgroups.appgroup')),
             ],
             options={
