@@ -90,6 +90,9 @@ class WorkloadSpec:
     replicas: int = 1
     cpu_request_millicores: int = 0
     memory_request_bytes: int = 0
+    # High availability: spread the replicas over at least this many zones (None: the AppGroup's
+    # ``min_zones``; 1 exempts a workload from an AppGroup-wide minimum).
+    min_zones: int | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,13 @@ class AppGroupSpec:
     topology_mode: str = "soft"
     # off: running pods stay where they are; dry-run: the rebalancer reports its moves; on: it makes them.
     rebalance_mode: str = "off"
+    # High availability: every workload's replicas over at least this many zones unless the workload
+    # says otherwise (1: no requirement). The planner then builds one *cell* per zone.
+    min_zones: int = 1
+
+    def min_zones_of(self, workload: WorkloadSpec) -> int:
+        """The zones ``workload``'s replicas must span: its own ``min_zones``, else the AppGroup's."""
+        return workload.min_zones if workload.min_zones is not None else self.min_zones
 
     def workload(self, name: str) -> WorkloadSpec:
         for workload in self.workloads:

@@ -58,6 +58,9 @@ class AppGroup(models.Model):
         help_text="off: running pods stay; dry-run: the rebalancer reports the moves it would make; on: it evicts "
                   "pods toward the best plan, one at a time per workload (PodDisruptionBudgets hold).",
     )
+    min_zones = models.PositiveSmallIntegerField(
+        default=1, help_text="High availability: every workload's replicas over at least this many zones (1 = no requirement).",
+    )
     # Sync bookkeeping (written by apps.appgroups.sync): the cluster object's resourceVersion we
     # last saw or wrote, who authored the current spec, and a hash of the spec we last applied.
     resource_version = models.CharField(max_length=64, blank=True)
@@ -94,6 +97,10 @@ class AppGroup(models.Model):
             valid_choice("rebalance_mode", RebalanceMode, name="appgroups_appgroup_rebalance_mode_valid",
                          message="Unknown rebalance mode."),
             valid_choice("origin", Origin, name="appgroups_appgroup_origin_valid", message="Unknown origin."),
+            models.CheckConstraint(
+                condition=Q(min_zones__gte=1), name="appgroups_appgroup_min_zones_positive",
+                violation_error_message="minZones must be >= 1.",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -145,6 +152,9 @@ class Workload(models.Model):
     replicas = models.PositiveIntegerField(null=True, blank=True)
     cpu_request = models.CharField(max_length=32, blank=True, help_text="e.g. 100m")
     memory_request = models.CharField(max_length=32, blank=True, help_text="e.g. 64Mi")
+    min_zones = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Replicas over at least this many zones (empty: the AppGroup's; 1 exempts).",
+    )
 
     class Meta:
         ordering = ("appgroup", "position", "id")
@@ -163,6 +173,11 @@ class Workload(models.Model):
                 condition=Q(replicas__isnull=True) | Q(replicas__gte=1),
                 name="appgroups_workload_replicas_positive",
                 violation_error_message="Replicas must be >= 1.",
+            ),
+            models.CheckConstraint(
+                condition=Q(min_zones__isnull=True) | (Q(min_zones__gte=1) & Q(min_zones__lte=F("replicas"))),
+                name="appgroups_workload_min_zones_within_replicas",
+                violation_error_message="minZones must be between 1 and the workload's replicas.",
             ),
         ]
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('appgroups', '0007_change_history'),
+        ('appgroups', '0008_min_zones'),
     ]
 
     operations = [
