@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -533,6 +533,8 @@ def adopt(*, observed: ObservedAppGroup, spec: AppGroupSpec | None = None) -> Ap
     if existing is not None and existing.origin != Origin.OBSERVED:
         raise AdoptRefused(f"AppGroup {spec.namespace}/{spec.name} exists and was written by {existing.origin}: "
                            "an observed AppGroup never overwrites it (copy the observed one into the editor instead)")
+    if existing is not None:  # traffic says what the graph is, not whether the rebalancer may move its pods
+        spec = replace(spec, rebalance_mode=existing.rebalance_mode)
     digest = documents.spec_hash(spec)
     if existing is not None and existing.spec_hash == digest:
         return existing
