@@ -182,7 +182,7 @@ def browser_figures(repeat: int, pods: int) -> None:
                 ("zone", f"/zones/{node.zone}/", "() => document.querySelectorAll('#zone-pairs tbody tr').length > 0"),
                 ("search", "/search/?q=n", "() => !!document.getElementById('search-results')"),
                 ("appgroups", "/appgroups/", "() => !!document.getElementById('appgroup-table')"),
-                ("appgroup", f"/appgroups/{group.pk}", "() => !!document.querySelector('#graph .main-svg')"),
+                ("appgroup", f"/appgroups/{group.pk}", "() => !!document.querySelector('#graph svg.graph')"),
                 ("history", f"/appgroups/{group.pk}/history", "() => !!document.getElementById('history')"),
                 ("editor", f"/appgroups/{group.pk}/edit", "() => document.getElementById('editor')?.dataset.valid === 'true'"),
                 ("decisions", "/decisions/", "() => document.querySelectorAll('#decision-table tbody tr').length > 0"),

@@ -264,7 +264,7 @@ def test_editor_shows_every_problem_follows_renames_and_keeps_the_keyboard(brows
 def every_page(group_pk: int) -> list[tuple[str, str]]:
     """(path, selector of its main content once drawn) for every page of ours."""
     return [("/", "#worst-table tbody tr[data-pair]"), ("/links/a1/f2/", "#link-latency[data-points]"),
-            ("/placements/", ".chip"), ("/appgroups/", "#appgroup-table"), (f"/appgroups/{group_pk}", "#graph .main-svg"),
+            ("/placements/", ".chip"), ("/appgroups/", "#appgroup-table"), (f"/appgroups/{group_pk}", "#graph svg.graph"),
             (f"/appgroups/{group_pk}/edit", "#graph-preview .main-svg"), (f"/appgroups/{group_pk}/yaml", "#id_document"),
             ("/appgroups/new", "#add-workload"), ("/appgroups/import", "#id_document"),
             (f"/appgroups/{group_pk}/delete", "form"), ("/decisions/", "#decision-table tbody tr"),
