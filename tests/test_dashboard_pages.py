@@ -468,7 +468,22 @@ def test_evaluation_runs_in_the_background_and_shows_table_and_figure(client, ce
     # The run's address is a shareable page: the form shows its input, the list links to it.
     assert response.context["form"]["extra_profiles"].value() == "hybrid-3"
     assert url in client.get("/evaluation/").content.decode()
-    assert client.get(url.replace("/evaluation/runs/", "/dashboard/data/evaluation/runs/").rstrip("/")).json()["status"] == "done"
+    state = client.get(url.replace("/evaluation/runs/", "/dashboard/data/evaluation/runs/").rstrip("/")).json()
+    assert state["status"] == "done" and state["done"] == state["total"] == 3 * 2  # profiles x orders
+
+
+def test_the_harness_reports_each_order_of_each_profile_as_progress():
+    from pathlib import Path
+
+    from apps.scheduler.evaluation.report import run_evaluation
+
+    root = Path(__file__).resolve().parents[1] / "scenarios"
+    calls: list[tuple[str, int, int]] = []
+    run_evaluation(root / "paper-testbed.yaml", root / "online-boutique-appgroup.yaml", profiles=["default", "network"],
+                   seeds=3, first_seed=5, with_optimum=False, progress=lambda *a: calls.append(a))
+    assert [(done, total) for _s, done, total in calls] == [(n, 6) for n in range(1, 7)]
+    assert calls[0][0] == "profile default (1 of 2): order 1 of 3"
+    assert calls[4][0] == "profile network (2 of 2): order 2 of 3"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -329,6 +329,29 @@ def test_evaluation_runs_in_the_background_with_progress_and_a_result_address(br
     assert page.problems == [] and viewer.problems == []
 
 
+def test_a_running_evaluation_shows_which_order_of_which_profile_it_is_at(browser, live_server):
+    from apps.dashboard import services
+    from apps.dashboard.models import EvaluationRun
+
+    seed_triage()
+    # A run as the worker holds it (taken: running), its progress written by the worker's own writer.
+    run = EvaluationRun.objects.create(status=EvaluationRun.Status.RUNNING, stage="simulating the profiles", params={
+        "scenario": "scenarios/paper-testbed.yaml", "appgroup": "scenarios/online-boutique-appgroup.yaml",
+        "seeds": 50, "first_seed": 0, "profiles": ["default", "network"], "with_optimum": False})
+    write = services.progress_writer(run.pk)
+    write("profile default (1 of 2): order 17 of 50", 17, 100)
+    page = logged_in_page(browser, live_server.url, "viewer")
+    page.goto(f"{page.base}/evaluation/runs/{run.pk}")
+    page.wait_for_function("() => document.getElementById('run-stage').textContent.includes('order 17 of 50')")
+    bar = page.locator("#run-progress")
+    assert (bar.get_attribute("value"), bar.get_attribute("max")) == ("17", "100")
+    write("profile network (2 of 2): order 3 of 50", 53, 100)  # the page follows without a reload
+    page.wait_for_function("() => document.getElementById('run-stage').textContent.includes('(2 of 2): order 3 of 50')")
+    assert page.evaluate("() => [document.getElementById('run-progress').value, document.getElementById('run-progress').max]") == [53, 100]
+    assert axe_serious(page) == []
+    assert page.problems == []
+
+
 def test_link_charts_have_titles_custom_ranges_no_data_notes_and_bind_marks(browser, live_server):
     from datetime import UTC, datetime, timedelta
 

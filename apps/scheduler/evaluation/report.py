@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -178,6 +178,9 @@ def load_inputs(scenario_path: str | Path, appgroup_path: str | Path) -> tuple[S
     return scenario, groups
 
 
+Progress = Callable[[str, int, int], None]  # (stage, done, total): arrival orders simulated over all profiles
+
+
 def evaluate(
     scenario: Scenario,
     groups: Sequence[AppGroupSpec],
@@ -191,7 +194,10 @@ def evaluate(
     time_limit: float = 60.0,
     memory_limit: int | None = None,
     extender_profiles: Mapping[str, Any] | None = None,
+    progress: Progress | None = None,
 ) -> EvaluationReport:
+    """``progress(stage, done, total)`` is called before the optimum and after each arrival order of
+    each profile (``done`` of ``total`` orders over all profiles), so a background run can say how far it is."""
     if seeds < 1:
         raise EvaluationInputError(f"seeds must be >= 1, got {seeds}")
     if not profiles:
@@ -213,12 +219,15 @@ def evaluate(
     model = latency_model or LatencyModel()
     transfer = transfer_model or TransferModel()
     call_ms = model.call_ms_matrix(state0.topology)
+    total = seeds * len(parsed)
+    if with_optimum and progress is not None:
+        progress("computing the optimum (MILP)", 0, total)
     optimum = (certified_optimum(state0, groups, time_limit=time_limit, memory_limit=memory_limit)
                if with_optimum else None)
     reference = optimum.reference if optimum is not None else float("nan")
 
     results: list[ProfileResult] = []
-    for profile in parsed:
+    for number, profile in enumerate(parsed):
         t0 = time.perf_counter()
         averages: list[float] = []
         totals: list[float] = []
@@ -249,6 +258,10 @@ def evaluate(
             if metrics.worst_workload:
                 worst[metrics.worst_workload] += 1
             unscheduled += len(run.unscheduled)
+            if progress is not None:
+                done = seed - first_seed + 1
+                progress(f"profile {profile.name} ({number + 1} of {len(parsed)}): order {done} of {seeds}",
+                         number * seeds + done, total)
         workload_stats = {k: Stat.of(v) for k, v in sorted(per_workload.items())}
         worst_name = min(workload_stats, key=lambda k: workload_stats[k].mean) if workload_stats else ""
         avg = Stat.of(averages)
@@ -286,6 +299,7 @@ def run_evaluation(
     time_limit: float = 60.0,
     memory_limit: int | None = None,
     profile_file: str | Path | None = None,
+    progress: Progress | None = None,
 ) -> EvaluationReport:
     """The whole evaluation from files (what ``manage.py evaluate`` and the dashboard call).
     ``time_limit`` (s) and ``memory_limit`` (bytes; None: no limit, solved in this process) bound the
@@ -299,7 +313,7 @@ def run_evaluation(
     extender_profiles = load_profiles(profile_file) if profile_file is not None else None
     return evaluate(scenario, groups, profiles=profiles, seeds=seeds, first_seed=first_seed,
                     with_optimum=with_optimum, time_limit=time_limit, memory_limit=memory_limit,
-                    extender_profiles=extender_profiles)
+                    extender_profiles=extender_profiles, progress=progress)
 
 
 # --------------------------------------------------------------------------- presentation
