@@ -8,41 +8,23 @@ its graph without plotly."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
-from django.utils import timezone
 
 from apps.appgroups import services as appgroup_services
 from apps.appgroups.models import AppGroup
-from apps.traffic import services
-from apps.traffic.edges import Edge
-from apps.traffic.learning import EdgeState
 from tests.support.browser import axe_serious, chromium, logged_in_page
-from tests.support.dashboard_seed import boutique_document, seed_triage
+from tests.support.dashboard_seed import OBSERVED_EDGES as EDGES
+from tests.support.dashboard_seed import boutique_document, seed_observed, seed_triage
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 NS = "default"
-NOW = 1_800_000_000.0
-# (caller, callee, requests/s, p99 seconds): fast, medium, slow and unknown latency.
-EDGES = [("frontend", "cartservice", 8.0, 0.02), ("cartservice", "redis-cart", 4.0, 0.1),
-         ("frontend", "adservice", 2.0, 0.4), ("frontend", "newservice", 1.0, math.nan)]
 
 
 @pytest.fixture(scope="module")
 def browser(django_db_setup, django_db_blocker):
     with chromium() as shared:
         yield shared
-
-
-def observe():
-    states = {}
-    for src, dst, rps, p99 in EDGES:
-        edge = Edge(NS, src, NS, dst)
-        states[edge] = EdgeState(edge, "istio", rps, 0.01, 400 * rps, 1500 * rps, 0.004, p99, NOW - 600, NOW)
-    services.save_states(states)
-    services.refresh_observed(states=states, at=timezone.now())
 
 
 def test_the_observed_graph_is_drawn_hovered_by_keyboard_and_copied_into_the_editor(browser, live_server):
@@ -52,7 +34,7 @@ def test_the_observed_graph_is_drawn_hovered_by_keyboard_and_copied_into_the_edi
     frontend = next(w for w in doc["spec"]["workloads"] if w["name"] == "frontend")
     next(d for d in frontend["dependencies"] if d["name"] == "ad")["weight"] = 20  # the traffic says: light
     appgroup_services.import_document(document=doc)
-    observe()
+    seed_observed(NS)
     page = logged_in_page(browser, live_server.url, "editor")
     page.goto(f"{page.base}/traffic/{NS}/frontend/")
     edges = page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('#traffic-graph svg.graph .edge')]

@@ -16,7 +16,7 @@ from tests.support.browser import (
     shot,
     sideways_scroll,
 )
-from tests.support.dashboard_seed import seed_triage
+from tests.support.dashboard_seed import seed_observed, seed_triage
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -270,7 +270,8 @@ def every_page(group_pk: int) -> list[tuple[str, str]]:
             (f"/appgroups/{group_pk}/delete", "form"), ("/decisions/", "#decision-table tbody tr"),
             ("/diagnose/?labels=app%3Dfrontend", "#diagnosis-sentences"), ("/evaluation/", "#run-evaluation"),
             ("/account/", "#token-table"), ("/nodes/a1/", "#node-links"), ("/zones/FAR/", "#zone-pairs"),
-            ("/search/?q=f", "#search-results"), (f"/appgroups/{group_pk}/history", "#history")]
+            ("/search/?q=f", "#search-results"), (f"/appgroups/{group_pk}/history", "#history"),
+            ("/traffic/", "#observed-table"), ("/traffic/default/frontend/", "#traffic-graph svg.graph")]
 
 
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
@@ -281,6 +282,7 @@ def test_every_page_passes_axe_and_fits_a_phone(browser, live_server, viewport):
     seed_triage()
     group = seed_boutique()
     place("frontend", "a1")
+    seed_observed()
     page = logged_in_page(browser, live_server.url, "editor", viewport=PHONE if viewport == "phone" else DESKTOP)
     found: dict[str, list[str]] = {}
     # The header's search box finds a node; its page leads on to a link's history.
