@@ -163,13 +163,23 @@ def _block_means(matrix: np.ndarray, zones: _Zones, *, diagonal: float) -> np.nd
 
 def _zone_scores(state: ClusterState, zones: _Zones, sensitivity: Sensitivity) -> np.ndarray:
     """Mean ComputeScore between the sampled nodes of every zone pair (same-node pairs left out,
-    unless a zone has one node: then its pods share it)."""
+    unless a zone has one node: then its pods share it). A function of the topology and the
+    samples only (not of what is bound), so it is kept on the state's places, which hold while the
+    topology and every node's zone do: a plan recomputed after binds does not score them again."""
     nz = len(zones.names)
     everything = np.concatenate(zones.samples) if nz else np.zeros(0, dtype=np.int64)
     if state.topology.size == 0 or everything.size == 0:
         return np.zeros((nz, nz))
+    derived = state.indexes.places.derived
+    key = ("zone-scores", sensitivity, zones.names, tuple(z.size for z in zones.samples), everything.tobytes())
+    known: np.ndarray | None = derived.get(key)
+    if known is not None:
+        return known
     matrix = pair_scores(state.indexes.vectors, everything, everything, sensitivity)
-    return cast(np.ndarray, np.nan_to_num(_block_means(matrix, zones, diagonal=DEFAULT_SAME_NODE_SCORE), nan=0.0))
+    out = cast(np.ndarray, np.nan_to_num(_block_means(matrix, zones, diagonal=DEFAULT_SAME_NODE_SCORE), nan=0.0))
+    out.setflags(write=False)
+    derived[key] = out
+    return out
 
 
 def _zone_costs(state: ClusterState, zones: _Zones) -> np.ndarray:
@@ -1101,15 +1111,10 @@ class PlanBook:
             return "pods were placed since a plan that did not hold the whole AppGroup"
         need = demand_by_zone(plan, group, placed)
         if need:
-            free = {zone: [0, 0, 0] for zone in need}  # plain ints: this runs on every request
-            for node in state.nodes.values():
-                room = free.get(node.zone)
-                if room is not None:
-                    room[0] += max(node.allocatable_cpu_millicores - node.requested_cpu_millicores, 0)
-                    room[1] += max(node.allocatable_memory_bytes - node.requested_memory_bytes, 0)
-                    room[2] += max(MAX_PODS_PER_NODE - node.pod_count, 0)
+            # Summed once per node set and patched by each bind (indexes.ZoneRoom): this runs on every request.
+            free = state.indexes.zone_room.get(state.nodes, MAX_PODS_PER_NODE)
             for zone, amount in need.items():
-                if np.any(np.array(free[zone], dtype=np.float64) < amount):
+                if np.any(np.array(free.get(zone, (0, 0, 0)), dtype=np.float64) < amount):
                     return f"zone {zone or '(none)'} no longer has room for the plan's pods"
         return None
 
@@ -1162,6 +1167,19 @@ def _unpacked(problem: _Problem, x: np.ndarray) -> dict[int, np.ndarray]:
     return out
 
 
+def _zone_members(state: ClusterState) -> Mapping[str, tuple[str, ...]]:
+    """zone -> names of the cluster's nodes labelled with it, kept on the state's places (they hold
+    while no node is added, removed or moved to another zone), so a request does not scan every node."""
+    derived = state.indexes.places.derived
+    known: Mapping[str, tuple[str, ...]] | None = derived.get("zone-members")
+    if known is None:
+        by_zone: dict[str, list[str]] = {}
+        for name, node in state.nodes.items():
+            by_zone.setdefault(node.zone, []).append(name)
+        known = derived["zone-members"] = {zone: tuple(names) for zone, names in by_zone.items()}
+    return known
+
+
 def nodes_keeping_plan(state: ClusterState, plan: PlacementPlan, group: AppGroupSpec, workload: str,
                        candidates: Sequence[str]) -> np.ndarray | None:
     """Which ``candidates`` (nodes of the plan's zones) leave room for the rest of the plan's pods
@@ -1186,11 +1204,11 @@ def nodes_keeping_plan(state: ClusterState, plan: PlacementPlan, group: AppGroup
             rest.extend([demand[w]] * max(left, 0))
         if not rest or len(rest) > MAX_PACKING_PODS:
             return None  # nothing left to keep room for, or too much to check on a request
-        members = [n for n in state.nodes.values() if n.zone == zone]
-        if len(members) > MAX_PACKING_NODES:
+        names = _zone_members(state).get(zone, ())
+        if len(names) > MAX_PACKING_NODES:
             return None
+        members = [state.nodes[n] for n in names]
         pods = np.array(rest, dtype=np.float64).reshape(len(rest), 3)
-        names = [n.name for n in members]
         free = np.array([_free_row(n) for n in members], dtype=np.float64).reshape(len(members), 3)
         row = {n: k for k, n in enumerate(names)}
         for i in idx:

@@ -94,7 +94,7 @@ def evolve(state: ClusterState, *, changed_nodes: Collection[str] | None = None,
     elif same_topology and usage is state.usage and changed_nodes is not None and all(
         _same_place_and_capacity(state.nodes.get(n), nodes.get(n)) for n in changed_nodes
     ):
-        prepared = old.with_requested(nodes[n] for n in changed_nodes)
+        prepared = old.with_requested([(state.nodes[n], nodes[n]) for n in changed_nodes])
     else:
         keep_places = same_topology and changed_nodes is not None and all(
             _same_place(state.nodes.get(n), nodes.get(n)) for n in changed_nodes)
