@@ -129,7 +129,7 @@
     });
   }
 
-  N.live("/dashboard/data/placements", 20, render, { early: window.netawareEarly ? window.netawareEarly.placements : null, takenAt: b => (b.dataUntil ? b.dataUntil * 1000 : null), isStale: b => (b.stale ? b.staleReason : ""),
+  N.live("/dashboard/data/placements", 20, render, { takenAt: b => (b.dataUntil ? b.dataUntil * 1000 : null), isStale: b => (b.stale ? b.staleReason : ""),
     onError: r => N.showError("placements-error", "Could not load placements: HTTP " + r.status) });
   window.addEventListener("resize", () => { if (data) lines(); });
 })();
