@@ -209,8 +209,15 @@ def _verdicts(ctx: Context, parsed: ParsedProfile) -> tuple[dict[str, str], dict
         soft, hard = plugin.filter(ctx, args)
         # hard topology mode (the profile's or the AppGroup's): a real filter
         required = plugin.hard_mode is not None and plugin.hard_mode(ctx, args)
-        target = steering if plugin.steering and not required else (
-            unresolvable if plugin.unresolvable else failed)
+        real = unresolvable if plugin.unresolvable else failed
+        if plugin.steering and not required:
+            # A steering plugin's first map holds constraints that always count (minZones, zone spread).
+            for node, reason in soft.items():
+                if node not in failed and node not in unresolvable:
+                    real[node] = reason
+            soft, target = {}, steering
+        else:
+            target = real
         for node, reason in {**soft, **hard}.items():
             if node not in failed and node not in unresolvable:
                 target[node] = reason

@@ -31,6 +31,9 @@ class PodInfo:
     memory_request_bytes: int = 0
     # Network bandwidth the pod asks for (bits/s), e.g. from a bandwidth extended resource; 0 = none.
     bandwidth_request_bps: float = 0.0
+    # The smallest maxSkew of the pod's topologySpreadConstraints over topology.kubernetes.io/zone with
+    # whenUnsatisfiable: DoNotSchedule (0: none): a hard constraint the plan filter keeps as well.
+    zone_max_skew: int = 0
 
 
 @dataclass(frozen=True)
