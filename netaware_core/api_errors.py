@@ -9,6 +9,7 @@ the parser setting when it is imported.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -113,3 +114,123 @@ def document_error_responses(result: dict[str, Any], generator: Any, request: An
             response["description"] = response.get("description") or "Invalid input: messages by field path"
             response["content"] = {"application/json": {"schema": reference}}
     return result
+
+
+# --- what the server answers besides 200/400, for schemathesis' response-conformance checks ---------
+
+DETAIL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Every other error of the API: one message.",
+    "properties": {"detail": {"type": "string"}},
+    "required": ["detail"],
+}
+# Django's resolver answers a path that matches no route (``/api/topology/snapshots/1.9/``) before any
+# API view runs: its 404 is the site's HTML page.
+HTML_PAGE = {"text/html": {"schema": {"type": "string"}}}
+# PostgreSQL's bigint, the bound of limit/offset (netaware_core.filters.BIGINT_MAX: a layer above this one).
+BIGINT_MAX = 2**63 - 1
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+# Documents the server parses itself (netaware_core/documents.py): the least every one of them has.
+DOCUMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {"apiVersion": {"type": "string", "minLength": 1}, "kind": {"type": "string", "minLength": 1},
+                   "metadata": {"type": "object"}, "spec": {"type": "object"}},
+}
+DOCUMENT_KINDS = {"/api/appgroups/import/": {"kind": "AppGroup"},
+                  "/api/topology/import": {"kind": "NetworkTopology", "apiVersion": "netaware.io/v1alpha1"}}
+# POSTs that update an existing object in place (200) or create it (201).
+UPSERTS = {"/api/traffic/modes/"}
+# Query parameters the server takes blank (``labels=``: no labels).
+BLANK_ALLOWED = {("/api/scheduler/diagnose", "labels"), ("/api/scheduler/diagnose", "profile")}
+# Something besides blanks, and no NUL (PostgreSQL cannot compare it: a 400 naming the parameter).
+NOT_BLANK_NO_NUL = r"^[^\x00]*\S[^\x00]*$"
+QUERY_PATTERNS = {("/api/scheduler/diagnose", "pod"):
+                  r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"}
+# Names the server refuses blank (component -> properties).
+NOT_BLANK = {"AppGroup": ("namespace", "name"), "SchedulerProfile": ("name",)}
+
+
+def _json_and_yaml(body: dict[str, Any]) -> bool:
+    return any("yaml" in media for media in body.get("content", {}))
+
+
+def document_every_response(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook (after ``document_error_responses``): the 401, 403, 404 and
+    429 every API operation can answer, its query parameters as strict as the server (issue 21)."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas["Detail"] = DETAIL_SCHEMA
+    for component, names in NOT_BLANK.items():
+        for name in names:
+            prop = schemas.get(component, {}).get("properties", {}).get(name)
+            if prop is not None:
+                prop["minLength"] = 1
+    dependency = schemas.get("Dependency", {}).get("properties", {}).get("min_bandwidth_bps")
+    if dependency is not None:
+        dependency["nullable"] = True  # no min_bandwidth: no figure
+    detail = {"application/json": {"schema": {"$ref": "#/components/schemas/Detail"}}}
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict) or method not in {"get", "post", "put", "patch", "delete"}:
+                continue
+            responses = operation.setdefault("responses", {})
+            responses.setdefault("401", {"description": "No user, or wrong credentials", "content": detail})
+            responses.setdefault("403", {"description": "The user lacks the role this needs", "content": detail})
+            responses.setdefault("429", {
+                "description": "Locked out after too many failed logins (docs/access.md)", "content": detail,
+                "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds"}}})
+            if "{" in path:
+                found = responses.setdefault("404", {"description": "No such object", "content": detail})
+                found["description"] = found.get("description") or "No such object"
+                found["content"] = {**detail, **found.get("content", {}), **HTML_PAGE}
+            if method == "post" and "201" in responses and "200" not in responses and path in UPSERTS:
+                responses["200"] = {**responses["201"], "description": "Updated in place"}
+            yaml_answers = [media for media in responses.get("200", {}).get("content", {}) if "yaml" in media]
+            for code, response in responses.items():
+                if code.startswith("4") and yaml_answers:  # an export renders its errors as YAML too
+                    reference = response.get("content", {}).get("application/json", {"schema": detail["application/json"]["schema"]})
+                    response["content"] = {**response.get("content", {}), **{media: reference for media in yaml_answers}}
+            body = operation.get("requestBody")
+            if body:
+                for media in FORM_TYPES:
+                    body.get("content", {}).pop(media, None)
+                if _json_and_yaml(body):
+                    for content in body["content"].values():
+                        if content.get("schema") == {"type": "object", "additionalProperties": {}}:
+                            content["schema"] = _document_schema(path)
+                    if "400" in responses:  # a YAML body's 400 is still JSON; a YAML error page never
+                        responses["400"]["content"].setdefault("application/yaml", responses["400"]["content"]["application/json"])
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") != "query":
+                    continue
+                schema = parameter.setdefault("schema", {})
+                if parameter["name"] in ("limit", "offset"):
+                    schema.update(type="integer", minimum=1 if parameter["name"] == "limit" else 0, maximum=BIGINT_MAX)
+                elif (schema.get("type") == "string" and "enum" not in schema
+                      and (path, parameter["name"]) not in BLANK_ALLOWED):
+                    schema.setdefault("minLength", 1)  # StrictFilterBackend, diagnose: an empty value is a 400
+                    schema.setdefault("pattern", QUERY_PATTERNS.get((path, parameter["name"]), NOT_BLANK_NO_NUL))
+    for component in schemas.values():
+        _one_of_strings_to_any_of(component)
+    return result
+
+
+def _document_schema(path: str) -> dict[str, Any]:
+    schema = copy.deepcopy(DOCUMENT_SCHEMA)
+    for key, value in DOCUMENT_KINDS.get(path, {}).items():
+        schema["properties"][key] = {"type": "string", "enum": [value]}
+    return schema
+
+
+def _one_of_strings_to_any_of(node: Any) -> None:
+    """A string that is blank *or* matches a pattern allowing blank matches both ``oneOf`` branches."""
+    if isinstance(node, dict):
+        branches = node.get("oneOf")
+        if isinstance(branches, list) and branches and all(b.get("type") == "string" for b in branches):
+            node["anyOf"] = node.pop("oneOf")
+        for value in node.values():
+            _one_of_strings_to_any_of(value)
+    elif isinstance(node, list):
+        for value in node:
+            _one_of_strings_to_any_of(value)
+

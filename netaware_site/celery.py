@@ -36,3 +36,34 @@ def _count_failure(sender: object = None, **_: object) -> None:
 @task_retry.connect
 def _count_retry(sender: object = None, **_: object) -> None:
     metrics.increment("netaware_celery_tasks_total", {"task": _task_name(sender), "outcome": "retry"})
+
+
+# The worker's heartbeat in Redis, so that the web's /readyz can say when no worker runs
+# (netaware_core/shared_heartbeat.py). From the main process: it lives as long as the worker does.
+from celery.signals import worker_ready, worker_shutdown  # noqa: E402
+
+from netaware_core import shared_heartbeat  # noqa: E402
+
+_heartbeat: dict[str, object] = {}
+
+
+def _heartbeat_names(sender: object) -> list[str]:
+    """``<queue>:<hostname>`` for every queue this worker consumes: the web checks each queue has one."""
+    host = str(getattr(sender, "hostname", None) or os.getpid())
+    consumed = getattr(getattr(app.amqp, "queues", None), "consume_from", None) or {}
+    return [f"{queue}:{host}" for queue in (sorted(consumed) or [app.conf.task_default_queue])]
+
+
+@worker_ready.connect
+def _start_heartbeat(sender: object = None, **_: object) -> None:
+    names = _heartbeat_names(sender)
+    _heartbeat.update(names=names, stops=[shared_heartbeat.start(url=app.conf.broker_url, kind="worker", name=name)
+                                          for name in names])
+
+
+@worker_shutdown.connect
+def _stop_heartbeat(sender: object = None, **_: object) -> None:
+    for stop in _heartbeat.get("stops", []):  # type: ignore[attr-defined]
+        stop.set()
+    for name in _heartbeat.get("names", []):  # type: ignore[attr-defined]
+        shared_heartbeat.forget(url=app.conf.broker_url, kind="worker", name=name)

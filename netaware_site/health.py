@@ -2,6 +2,8 @@
 
 ``/healthz`` only says the process serves requests; ``/readyz`` checks every dependency the
 service needs to do its job (database, Redis, Prometheus) and answers 503 naming the ones that fail.
+What works less well without taking the web out of service (no Celery worker alive: nothing pulls
+metrics, derives the topology or syncs AppGroups) is listed under ``degraded``, still 200.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import requests
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+
+from netaware_core import shared_heartbeat
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -48,6 +52,20 @@ def _check_prometheus() -> str | None:
     return None
 
 
+def _degraded() -> list[str]:
+    """Queues no live Celery worker consumes (heartbeats in Redis, netaware_core/shared_heartbeat.py)."""
+    try:
+        alive = shared_heartbeat.alive(url=settings.CELERY_BROKER_URL, kind="worker")
+    except redis.RedisError:
+        return []  # Redis itself is a failed check
+    served = {name.split(":", 1)[0] for name in alive}
+    expected = [settings.CELERY_TASK_DEFAULT_QUEUE] + ([settings.KUBE_TASK_QUEUE] if settings.KUBE_TASK_QUEUE else [])
+    return [f"celery worker: no worker heartbeat on queue {queue!r} in the last {3 * shared_heartbeat.period():g} s; "
+            + ("metric pulls and topology updates are not running" if queue == settings.CELERY_TASK_DEFAULT_QUEUE
+               else "AppGroup syncs and NetworkTopology publishing are not running")
+            for queue in expected if queue not in served]
+
+
 def readyz(request: HttpRequest) -> JsonResponse:
     started = time.monotonic()
     checks = {"database": _check_database(), "redis": _check_redis(), "prometheus": _check_prometheus()}
@@ -55,6 +73,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
     body = {
         "status": "ok" if not failures else "unavailable",
         "checks": {name: (msg or "ok") for name, msg in checks.items()},
+        "degraded": _degraded(),
         "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
     }
     return JsonResponse(body, status=200 if not failures else 503)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "simple_history",
+    "axes",
     "apps.topology",
     "apps.appgroups",
     "apps.scheduler",
@@ -75,6 +77,8 @@ MIDDLEWARE = [
     # Every page and API needs a user, except health, /metrics and the login page.
     "apps.accounts.middleware.LoginRequiredMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Turns a login page locked out by django-axes into a 429 with Retry-After (apps/accounts/lockout.py).
+    "axes.middleware.AxesMiddleware",
 ]
 
 # No redirects to a slashed URL: API clients (and kube-scheduler, which re-sends a 301 as a bodiless
@@ -185,6 +189,29 @@ if KUBE_TASK_QUEUE:
 # only) lets anonymous users read; writes always need a user with the right role.
 REQUIRE_AUTH = env_bool("NETAWARE_REQUIRE_AUTH", True)
 LOGIN_URL = "login"
+
+# --- Brute-force protection (django-axes; apps/accounts/lockout.py, docs/security.md) ----------------
+# Failed logins (login page, admin, Basic auth) and failed API tokens are counted in Redis per client
+# address and user name; at the limit that pair gets 429 + Retry-After for the cool-off, without
+# hashing the password (a hash costs ~0.5 s of CPU). The same user from another address is not blocked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env_bool("NETAWARE_LOGIN_LOCKOUT", True)
+AXES_FAILURE_LIMIT = env_int("NETAWARE_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(seconds=env_int("NETAWARE_LOGIN_COOLOFF_SECONDS", 300))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# A successful login clears that pair's failures (a few typos do not add up over the day).
+AXES_RESET_ON_SUCCESS = True
+AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+AXES_CACHE = "default"
+AXES_CLIENT_IP_CALLABLE = "apps.accounts.lockout.client_address"
+AXES_LOCKOUT_CALLABLE = "apps.accounts.lockout.lockout_response"
+AXES_VERBOSE = False
+# How many reverse proxies (ingress) append to X-Forwarded-For in front of the web; 0 trusts none and
+# counts the TCP peer (behind an ingress every client would then share the ingress' address).
+TRUSTED_PROXY_COUNT = env_int("NETAWARE_TRUSTED_PROXY_COUNT", 0)
 LOGIN_REDIRECT_URL = "dashboard-topology"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -254,6 +281,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "netaware_core.api_errors.document_error_responses",
+        "netaware_core.api_errors.document_every_response",
     ],
 }
 

@@ -1,8 +1,10 @@
 """Schemathesis against the web server as the run command starts it (``manage.py run_web``), its
 OpenAPI schema and every operation in it, as four identities: an administrator's API token, an
 administrator's session cookie, a viewer's token and nobody. No request, however malformed, gets a
-5xx. (Response-conformance checks against the schema are the next step of issue 21: the schema does
-not yet document every 401/404; see the report.)
+5xx, and every answer is one the schema documents: its status code, content type, headers and body
+(schemathesis' response-conformance checks). The lockout after failed logins is raised out of reach:
+schemathesis sends wrong credentials on purpose, and a locked-out 429 is tested on its own
+(test_repeated_failed_logins_are_locked_out.py).
 
 The seed varies per run and is printed; ``NETAWARE_FUZZ_SEED=<seed>`` replays a run.
 """
@@ -30,6 +32,8 @@ pytestmark = pytest.mark.slow
 
 SEED = int(os.environ.get("NETAWARE_FUZZ_SEED") or random.SystemRandom().randrange(2**31))
 EXAMPLES = os.environ.get("NETAWARE_FUZZ_EXAMPLES", "3")
+CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,"
+          "response_schema_conformance")
 SCHEMATHESIS = str(Path(sys.executable).parent / "schemathesis")
 
 
@@ -61,9 +65,9 @@ def identities(transactional_db):
     }
 
 
-def test_no_request_of_any_identity_gets_a_5xx(identities, tmp_path):
+def test_no_request_of_any_identity_gets_a_5xx_or_an_answer_the_schema_does_not_document(identities, tmp_path):
     print(f"fuzz seed {SEED} (replay: NETAWARE_FUZZ_SEED={SEED})")
-    with web_server() as web:
+    with web_server(env={"NETAWARE_LOGIN_FAILURE_LIMIT": "1000000"}) as web:
         host, port = web.url.removeprefix("http://").split(":")
         conn = http.client.HTTPConnection(host, int(port), timeout=30)
         conn.request("GET", "/api/schema/?format=json", headers={"Authorization": identities["token"][1].split(": ", 1)[1]})
@@ -74,12 +78,17 @@ def test_no_request_of_any_identity_gets_a_5xx(identities, tmp_path):
         failures = []
         username, password = identities["session"]
         identities["session"] = ["-H", f"Cookie: {_logged_in_cookies(web.url, username, password)}"]
+        runs = {}  # the four identities at once: the wall time of one, in CI's budget
         for name, headers in identities.items():
-            run = subprocess.run(
-                [SCHEMATHESIS, "run", str(schema), "--url", web.url, "--checks", "not_a_server_error",
+            (tmp_path / name).mkdir()  # its cache stays out of the tree
+            runs[name] = subprocess.Popen(
+                [SCHEMATHESIS, "run", str(schema), "--url", web.url, "--checks", CHECKS,
                  "--phases", "examples,fuzzing", "--max-examples", EXAMPLES, "--seed", str(SEED),
                  "--request-timeout", "30", "--no-color", *headers],
-                capture_output=True, text=True, timeout=240, cwd=tmp_path)  # its cache stays out of the tree
+                stdout=(tmp_path / name / "run.txt").open("w"), stderr=subprocess.STDOUT, cwd=tmp_path / name)
+        for name, run in runs.items():
+            run.wait(timeout=240)
             if run.returncode != 0:
-                failures.append(f"--- {name} (seed {SEED}) ---\n{run.stdout[-6000:]}\n{run.stderr[-2000:]}")
+                output = (tmp_path / name / "run.txt").read_text(errors="replace")
+                failures.append(f"--- {name} (seed {SEED}) ---\n{output[-8000:]}")
         assert not failures, "\n".join(failures)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from rest_framework import authentication, exceptions
 
-from . import selectors
+from . import lockout, selectors
 from .models import TOKEN_PREFIX
 
 if TYPE_CHECKING:
@@ -32,10 +32,14 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         raw = raw_token(header) if header else None
         if raw is None:
             return None
-        if not raw.startswith(TOKEN_PREFIX):
-            raise exceptions.AuthenticationFailed(f"Not a netaware API token (they start with {TOKEN_PREFIX!r}).")
-        token = selectors.token_for(raw=raw)
+        # A valid token is never locked out (one indexed lookup; 256 random bits cannot be guessed):
+        # wrong ones are counted per address, and past the limit answered 429 instead of 401.
+        token = selectors.token_for(raw=raw) if raw.startswith(TOKEN_PREFIX) else None
         if token is None:
+            lockout.refuse_if_locked_out(request, username=lockout.TOKEN_USERNAME)
+            lockout.record_token_failure(request)
+            if not raw.startswith(TOKEN_PREFIX):
+                raise exceptions.AuthenticationFailed(f"Not a netaware API token (they start with {TOKEN_PREFIX!r}).")
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked API token.")
         return token.user, token
 
@@ -45,9 +49,11 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 
 class BasicAuthentication(authentication.BasicAuthentication):
     """DRF's Basic auth, except that credentials holding a NUL character are refused (401) before
-    they reach the database, which cannot compare them (it was a 500; issue 21)."""
+    they reach the database, which cannot compare them (it was a 500; issue 21), and a client locked
+    out for failed logins gets 429 before its password is hashed (django-axes counts the failures)."""
 
     def authenticate_credentials(self, userid, password, request=None):  # type: ignore[no-untyped-def]
         if "\x00" in userid or "\x00" in password:
             raise exceptions.AuthenticationFailed("Invalid username/password.")
+        lockout.refuse_if_locked_out(request, username=userid)
         return super().authenticate_credentials(userid, password, request)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import django_filters
 from django.db.models import Q, QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from netaware_core.filters import UTCIsoDateTimeFilter
 
@@ -42,6 +44,7 @@ class DecisionFilterSet(django_filters.FilterSet):
             return queryset.filter(pod_namespace=namespace, pod_name=pod)
         return queryset.filter(pod_name=pod)
 
+    @extend_schema_field(OpenApiTypes.BOOL)
     def filter_errors(self, queryset: QuerySet[Decision], name: str, value: bool | None) -> QuerySet[Decision]:
         if value is None:
             return queryset

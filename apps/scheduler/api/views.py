@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from apps.appgroups.models import AppGroup
 from apps.topology.api.serializers import ErrorSerializer
-from netaware_core.fielderrors import error_body
+from netaware_core.fielderrors import FieldError, error_body
 
 from .. import selectors, services
 from ..diagnose import DiagnoseError, diagnose_pod, parse_diagnose_query
@@ -70,7 +70,8 @@ class DiagnoseView(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("pod", str, description="namespace/name of the pod (pod cache, else the Kubernetes API)"),
+            OpenApiParameter("pod", str, required=True,
+                             description="namespace/name of the pod (pod cache, else the Kubernetes API)"),
             OpenApiParameter("labels", str, description="k=v,k2=v2: the pod's labels (overrides, or for an unknown pod)"),
             OpenApiParameter("profile", str, description="explain under this profile instead of the pod's"),
         ],
@@ -79,6 +80,8 @@ class DiagnoseView(APIView):
         description="Why would every node score 0 or neutral for this pod?",
     )
     def get(self, request: Request) -> Response:
+        if not request.query_params.get("pod"):  # the dashboard's page also takes labels alone; the API names the pod
+            raise FieldError(errors={"pod": ["required: namespace/name of the pod (labels= only overrides its labels)"]})
         try:
             report = diagnose_pod(parse_diagnose_query(request.query_params))
         except DiagnoseError as exc:
