@@ -32,6 +32,7 @@ from apps.appgroups.graph import AppGroupSpec
 from apps.topology.topomath import Topology
 
 from .scoring.common import resolve_in
+from .scoring.default_plugins import NO_CONSTRAINTS, NodeConstraints, Taint, node_constraints_reason
 from .scoring.plans import DEFAULT_BUDGET_S, PlanBook
 from .scoring.state import ClusterState, NodeResources, NodeUsage, evolve
 
@@ -49,6 +50,7 @@ class NodeRecord:
 
     resources: NodeResources
     ready: bool = True
+    taints: tuple[Taint, ...] = ()  # spec.taints (bind checks NoSchedule/NoExecute against tolerations)
 
     @property
     def name(self) -> str:
@@ -69,6 +71,8 @@ class PodRecord:
     # The workload when the source knows it without labels (the database's Placement rows); None =
     # resolve from labels against the AppGroups.
     workload: WorkloadKey | None = None
+    # nodeSelector, required node affinity, tolerations (the database source knows none of them)
+    constraints: NodeConstraints = NO_CONSTRAINTS
 
     @property
     def key(self) -> PodKey:
@@ -277,6 +281,10 @@ class SchedulingCache:
                 raise BindRefused(f"node {node} is unknown to the scheduling cache")
             if not target.ready:
                 raise BindRefused(f"node {node} is not Ready")
+            unfit = node_constraints_reason(pod.constraints, node_name=node, labels=target.resources.labels,
+                                            taints=target.taints)
+            if unfit is not None:
+                raise BindRefused(f"pod {namespace}/{name} may not run there: {unfit}")
             if current == node and (pod.node == node or (assumed is not None and assumed.bound)):
                 return False  # a re-sent bind for a placement already made
             if current != node:

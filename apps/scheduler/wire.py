@@ -19,6 +19,17 @@ from typing import Any, TypeVar
 import orjson
 
 from apps.scheduler.cache import NodeRecord, PodRecord
+from apps.scheduler.scoring.default_plugins import (
+    FIELD_SELECTOR_OPERATORS,
+    NO_CONSTRAINTS,
+    NODE_SELECTOR_OPERATORS,
+    TOLERATION_OPERATORS,
+    NodeConstraints,
+    NodeSelectorTerm,
+    Requirement,
+    Taint,
+    Toleration,
+)
 from apps.scheduler.scoring.state import NodeResources, PodInfo
 from netaware_core import quantity
 
@@ -515,6 +526,78 @@ def preemption_result(victims: Mapping[str, MetaVictims]) -> bytes:
 # --- informer objects --------------------------------------------------------------------------
 
 
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise WireError(f"{where}: expected a list, got {type(value).__name__}")
+    return value
+
+
+def _requirements(value: Any, where: str, operators: Sequence[str]) -> tuple[Requirement, ...]:
+    out = []
+    for i, raw in enumerate(_list(value, where)):
+        req = _mapping(raw, f"{where}[{i}]", allow_null=False)
+        operator = _string(get_ci(req, "operator"), f"{where}[{i}].operator", required=True)
+        if operator not in operators:
+            raise WireError(f"{where}[{i}].operator: {operator!r} is not one of {', '.join(operators)}")
+        values = _list(get_ci(req, "values"), f"{where}[{i}].values")
+        for j, v in enumerate(values):
+            _string(v, f"{where}[{i}].values[{j}]")
+        out.append(Requirement(_string(get_ci(req, "key"), f"{where}[{i}].key", required=True), operator,
+                               tuple(values)))
+    return tuple(out)
+
+
+def pod_node_constraints(spec: Mapping[str, Any], where: str = "pod.spec") -> NodeConstraints:
+    """``spec.nodeSelector``, the required node affinity and ``spec.tolerations`` of a v1.Pod."""
+    selector = _string_map(get_ci(spec, "nodeSelector"), f"{where}.nodeSelector")
+    affinity = _mapping(get_ci(_mapping(get_ci(spec, "affinity"), f"{where}.affinity"), "nodeAffinity"),
+                        f"{where}.affinity.nodeAffinity")
+    at = f"{where}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    required = get_ci(affinity, "requiredDuringSchedulingIgnoredDuringExecution")
+    terms: tuple[NodeSelectorTerm, ...] | None = None
+    if required is not None:
+        raw_terms = _list(get_ci(_mapping(required, at), "nodeSelectorTerms"), f"{at}.nodeSelectorTerms")
+        terms = tuple(
+            NodeSelectorTerm(
+                _requirements(get_ci(term, "matchExpressions"), f"{at}.nodeSelectorTerms[{i}].matchExpressions",
+                              NODE_SELECTOR_OPERATORS),
+                _requirements(get_ci(term, "matchFields"), f"{at}.nodeSelectorTerms[{i}].matchFields",
+                              FIELD_SELECTOR_OPERATORS),
+            )
+            for i, term in enumerate(_mapping(t, f"{at}.nodeSelectorTerms[{i}]", allow_null=False)
+                                     for i, t in enumerate(raw_terms))
+        )
+    tolerations = []
+    for i, raw in enumerate(_list(get_ci(spec, "tolerations"), f"{where}.tolerations")):
+        tol = _mapping(raw, f"{where}.tolerations[{i}]", allow_null=False)
+        operator = _string(get_ci(tol, "operator"), f"{where}.tolerations[{i}].operator") or "Equal"
+        if operator not in TOLERATION_OPERATORS:
+            raise WireError(f"{where}.tolerations[{i}].operator: {operator!r} is not one of "
+                            f"{', '.join(TOLERATION_OPERATORS)}")
+        tolerations.append(Toleration(
+            key=_string(get_ci(tol, "key"), f"{where}.tolerations[{i}].key"), operator=operator,
+            value=_string(get_ci(tol, "value"), f"{where}.tolerations[{i}].value"),
+            effect=_string(get_ci(tol, "effect"), f"{where}.tolerations[{i}].effect")))
+    if not selector and terms is None and not tolerations:
+        return NO_CONSTRAINTS
+    return NodeConstraints(node_selector=selector, required_terms=terms, tolerations=tuple(tolerations))
+
+
+def node_taints(spec: Any, where: str = "node.spec") -> tuple[Taint, ...]:
+    if not isinstance(spec, dict):
+        return ()
+    taints = []
+    for i, raw in enumerate(_list(get_ci(spec, "taints"), f"{where}.taints")):
+        taint = _mapping(raw, f"{where}.taints[{i}]", allow_null=False)
+        taints.append(Taint(_string(get_ci(taint, "key"), f"{where}.taints[{i}].key", required=True),
+                            _string(get_ci(taint, "value"), f"{where}.taints[{i}].value"),
+                            _string(get_ci(taint, "effect"), f"{where}.taints[{i}].effect", required=True)))
+    return tuple(taints)
+
+
+
 def pod_record(obj: Mapping[str, Any]) -> PodRecord:
     """A v1.Pod from a list/watch → what the scheduling cache keeps (raises WireError when malformed)."""
     info = parse_pod(obj, "pod")
@@ -532,6 +615,7 @@ def pod_record(obj: Mapping[str, Any]) -> PodRecord:
         memory_request_bytes=info.memory_request_bytes,
         scheduler_name=_string(get_ci(spec, "schedulerName"), "pod.spec.schedulerName") or "default-scheduler",
         terminal=phase in ("Succeeded", "Failed") or bool(get_ci(meta, "deletionTimestamp")),
+        constraints=pod_node_constraints(spec),
     )
 
 
@@ -542,4 +626,4 @@ def node_record(obj: Mapping[str, Any]) -> NodeRecord:
                        _mapping(get_ci(obj, "metadata"), "node.metadata"), "node")
     spec = get_ci(obj, "spec")
     cordoned = bool(get_ci(spec, "unschedulable")) if isinstance(spec, dict) else False
-    return NodeRecord(resources=node.resources, ready=node.ready and not cordoned)
+    return NodeRecord(resources=node.resources, ready=node.ready and not cordoned, taints=node_taints(spec))
