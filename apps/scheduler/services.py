@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 from django.db import transaction
-from django.utils import timezone
 
 from apps.scheduler.scoring.state import ClusterState, NodeResources, PodInfo, evolve
 
@@ -54,35 +53,10 @@ def log_decision(
     """Record one decision: appended in O(1); encoded and shipped by the decision log's thread."""
     if not conf("DECISION_LOG"):
         return
-    process_runtime().decisions.add(_fit_columns({
-        "ts": timezone.now().isoformat(),
-        "verb": str(verb),
-        "pod_namespace": pod.namespace if pod else "",
-        "pod_name": pod.name if pod else "",
-        "pod_uid": pod.uid if pod else "",
-        "profile": profile,
-        "workload": workload,
-        "node": node,
-        "candidates": candidates,
-        "result": dict(result or {}),
-        "breakdown": breakdown,
-        "error": error,
-        "duration_ms": (time.perf_counter() - started) * 1000.0,
-    }))
-
-
-# Column widths of the decision log: a name longer than Kubernetes allows (the request is refused or
-# answered anyway) is cut to fit, so its record never fails the drain (issue 21; fuzzing found it).
-_COLUMN_LIMITS: dict[str, int] = {f.name: limit for f in Decision._meta.fields
-                                  if (limit := getattr(f, "max_length", None)) and f.name != "verb"}
-
-
-def _fit_columns(record: dict[str, Any]) -> dict[str, Any]:
-    for name, limit in _COLUMN_LIMITS.items():
-        value = record.get(name)
-        if isinstance(value, str) and len(value) > limit:
-            record[name] = value[: limit - 1] + "…"
-    return record
+    process_runtime().decisions.add(decisionlog.new_record(
+        verb=verb, pod_namespace=pod.namespace if pod else "", pod_name=pod.name if pod else "",
+        pod_uid=pod.uid if pod else "", profile=profile, workload=workload, node=node, candidates=candidates,
+        result=result, breakdown=breakdown, error=error, duration_ms=(time.perf_counter() - started) * 1000.0))
 
 
 def log_bad_request(*, verb: str, error: str, started: float) -> None:
@@ -260,8 +234,9 @@ def handle_bind(body: bytes, started: float) -> bytes:
     if error:
         metrics.set_outcome("error")
         log.warning("bind %s/%s to %s: %s", pod.namespace, pod.name, binding.node, error)
+    # "unknown": the Binding went out unanswered; a later record (result.settles) says how it ended.
     log_decision(verb=Verb.BIND, pod=pod, started=started, node=binding.node, candidates=1,
-                 result={"bound": not error}, error=error)
+                 result={"bound": None if outcome == "unknown" else not error, "outcome": outcome}, error=error)
     return wire.binding_result(error)
 
 
