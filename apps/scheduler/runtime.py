@@ -30,6 +30,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -454,6 +455,9 @@ class ExtenderRuntime:
         self.started = False
         self.started_at = time.monotonic()
         self.binds_settled = {"bound": 0, "failed": 0}  # binds answered "unknown", settled by the watch
+        # Big filter/prioritize evaluations, so the request thread can answer at the deadline (two:
+        # evaluations given up still finish here, and must not pile up).
+        self.overtime = ThreadPoolExecutor(max_workers=2, thread_name_prefix="extender-overtime")
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -494,6 +498,7 @@ class ExtenderRuntime:
         self.wake.set()
         for thread in self.threads:
             thread.join(timeout=5)
+        self.overtime.shutdown(wait=False, cancel_futures=True)
         self.decisions.stop(ship=ship)
 
     # --- what requests use ------------------------------------------------------------------------

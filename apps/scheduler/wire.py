@@ -12,7 +12,11 @@ Framework-free on purpose: the parsers take bytes and return frozen dataclasses,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import gc
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -127,6 +131,34 @@ def load_json(body: bytes) -> Any:
         return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise WireError(f"body: malformed JSON ({exc})") from exc
+
+
+# Bodies from this size on are parsed with the cyclic garbage collector paused: decoding a 15 MB
+# NodeList creates ~1.5 million containers, and the collections they trigger (each re-scanning what
+# the decode made so far) cost ~4x the decode itself. Nothing parsed here forms a cycle; the pause
+# ends with the parse (the last of concurrent parses turns it back on).
+GC_PAUSE_BYTES = 1 << 20
+_gc_lock = threading.Lock()
+_gc_state = {"pausers": 0, "was_enabled": True}
+
+
+@contextmanager
+def _collector_paused(size: int) -> Iterator[None]:
+    if size < GC_PAUSE_BYTES:
+        yield
+        return
+    with _gc_lock:
+        if _gc_state["pausers"] == 0:
+            _gc_state["was_enabled"] = gc.isenabled()
+        _gc_state["pausers"] += 1
+        gc.disable()
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_state["pausers"] -= 1
+            if _gc_state["pausers"] == 0 and _gc_state["was_enabled"]:
+                gc.enable()
 
 
 # --- Kubernetes resource quantities (netaware_core.quantity: one parser for the whole project) -------------
@@ -303,6 +335,8 @@ class ExtenderArgs:
     pod: PodInfo
     node_names: tuple[str, ...] | None
     nodes: tuple[NodeObject, ...] | None
+    # Nodes mode: names of the Node objects left unparsed when ``parse_until`` passed (not candidates).
+    unparsed: tuple[str, ...] = ()
 
     @property
     def candidates(self) -> tuple[str, ...]:
@@ -337,8 +371,37 @@ def _parse_pod_interned(value: Any, interner: WireInterner) -> PodInfo:
     return pod
 
 
-def parse_extender_args(body: bytes, interner: WireInterner | None = None) -> ExtenderArgs:
-    """ExtenderArgs; ``interner`` (the extender runtime's) skips re-parsing what it has seen."""
+def _item_name(item: Any, where: str) -> str:
+    meta = get_ci(item, "metadata") if isinstance(item, dict) else None
+    name = get_ci(meta, "name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) and name else where
+
+
+def _parse_nodes(items: list[Any], interner: WireInterner | None,
+                 parse_until: float | None) -> tuple[tuple[NodeObject, ...], tuple[str, ...]]:
+    """The Node objects parsed before ``parse_until`` (perf_counter; None: all) and the names of the rest."""
+    if parse_until is None:
+        return tuple(parse_node(item, f"Nodes.items[{i}]", interner) for i, item in enumerate(items)), ()
+    parsed: list[NodeObject] = []
+    for start in range(0, len(items), 256):
+        if time.perf_counter() >= parse_until:
+            rest = tuple(_item_name(item, f"Nodes.items[{i}]") for i, item in enumerate(items[start:], start))
+            return tuple(parsed), rest
+        parsed.extend(parse_node(item, f"Nodes.items[{i}]", interner)
+                      for i, item in enumerate(items[start:start + 256], start))
+    return tuple(parsed), ()
+
+
+def parse_extender_args(body: bytes, interner: WireInterner | None = None, *,
+                        parse_until: float | None = None) -> ExtenderArgs:
+    """ExtenderArgs; ``interner`` (the extender runtime's) skips re-parsing what it has seen. With
+    ``parse_until`` (a ``time.perf_counter()`` value), Node objects not reached by then are left
+    unparsed and named in ``unparsed`` (the extender's deadline; names-only requests cost no parse)."""
+    with _collector_paused(len(body)):
+        return _extender_args(body, interner, parse_until)
+
+
+def _extender_args(body: bytes, interner: WireInterner | None, parse_until: float | None) -> ExtenderArgs:
     data = _top(body)
     raw_pod = get_ci(data, "Pod")
     pod = parse_pod(raw_pod) if interner is None else _parse_pod_interned(raw_pod, interner)
@@ -363,7 +426,8 @@ def parse_extender_args(body: bytes, interner: WireInterner | None = None) -> Ex
             items = []
         if not isinstance(items, list):
             raise WireError(f"Nodes.items: expected a list, got {type(items).__name__}")
-        nodes = tuple(parse_node(item, f"Nodes.items[{i}]", interner) for i, item in enumerate(items))
+        nodes, unparsed = _parse_nodes(items, interner, parse_until)
+        return ExtenderArgs(pod=pod, node_names=None, nodes=nodes, unparsed=unparsed)
     else:
         raise WireError("NodeNames and Nodes: one of them is required (both are null)")
     return ExtenderArgs(pod=pod, node_names=names, nodes=nodes)
@@ -506,6 +570,12 @@ def prioritize_result(hosts: Sequence[str], scores: Sequence[int], interner: Wir
     prefix = interner.host_prefix if interner is not None else _host_prefix
     values = [int(s) for s in scores]
     return b"[" + b",".join([prefix(h) + _score_suffix(s) for h, s in zip(hosts, values, strict=True)]) + b"]"
+
+
+def neutral_result(hosts: Sequence[str], score: int) -> bytes:
+    """A HostPriorityList giving every host ``score``, in C (an answer past its time must not wait on
+    per-host Python)."""
+    return orjson.dumps([{"Host": h, "Score": score} for h in hosts])
 
 
 def binding_result(error: str = "") -> bytes:
