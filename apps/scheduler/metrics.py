@@ -30,7 +30,8 @@ REQUEST_SECONDS = Histogram(
 REQUESTS = Counter(
     "netaware_extender_requests",
     "Extender calls answered, by verb and outcome (ok; degraded = answered without the scheduling "
-    "cache: every node passes / neutral scores; error = the answer carries an Error).",
+    "cache: every node passes / neutral scores; deadline = nodes not evaluated within the extender's "
+    "deadline failed / scored neutral; error = the answer carries an Error).",
     ["verb", "outcome"],
     registry=REGISTRY,
 )
