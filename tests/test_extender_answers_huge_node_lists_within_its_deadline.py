@@ -21,6 +21,8 @@ from apps.scheduler.services import DEADLINE_REASON
 from tests.support.extender_server import extender_server
 from tests.support.extender_wire import k8s_pod, kube_scheduler_http_timeout, load_testbed
 
+pytestmark = pytest.mark.slow
+
 NODES = 60_000
 
 

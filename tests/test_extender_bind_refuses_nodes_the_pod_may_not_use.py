@@ -113,6 +113,7 @@ def certs(tmp_path_factory):
     return make_certs(tmp_path_factory.mktemp("certs"), strangers={})
 
 
+@pytest.mark.slow
 def test_the_extender_server_binds_only_where_the_pod_may_run(certs, transactional_db, fake_kube):
     load_testbed()  # the topology the extender loads before it is ready
     # Each case gets a node of its own with the case's taints (a bind to another case's node could

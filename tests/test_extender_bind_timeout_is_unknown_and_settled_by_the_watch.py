@@ -19,6 +19,8 @@ from apps.scheduler.models import Decision
 from tests.support.extender_server import extender_server
 from tests.support.extender_wire import load_testbed, save_boutique
 
+pytestmark = pytest.mark.slow
+
 OURS = "netaware-scheduler"
 DEADLINE = 1.0  # NETAWARE_BIND_DEADLINE_SECONDS of the server under test
 PAUSE = DEADLINE + 1.5  # how long the paused API holds each Binding before carrying it out
