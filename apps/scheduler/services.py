@@ -223,7 +223,8 @@ def handle_filter(body: bytes, started: float) -> bytes:
     if outcome is None:
         metrics.set_outcome("degraded")
         log_decision(verb=Verb.FILTER, pod=args.pod, started=started, candidates=total,
-                     result=ctx.result(passed=len(candidates), failed=len(late), not_evaluated=len(late)),
+                     result=ctx.result(passed=len(candidates),
+                                       **({"failed": len(late), "not_evaluated": len(late)} if late else {})),
                      error=f"degraded, every node passes: {ctx.unavailable}")
         return wire.filter_result(args=args, passed=candidates, failed=late, unresolvable={})
     failed = {**outcome.failed, **late}
