@@ -1,5 +1,6 @@
 """``/metrics`` of the web process: the shared counters (netaware_core/metrics.py) plus the topology's
-series (apps/topology/metrics.py) and the observed traffic's (apps/traffic/metrics.py), collected when Prometheus scrapes. See netaware_core/metrics.py for
+series (apps/topology/metrics.py), the observed traffic's (apps/traffic/metrics.py) and the AppGroups'
+drift (apps/scheduler/drift_metrics.py), collected when Prometheus scrapes. See netaware_core/metrics.py for
 what each source is and docs/metrics.md for the series."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from apps.scheduler.drift_metrics import drift_metrics
 from apps.topology.metrics import topology_metrics
 from apps.traffic.metrics import traffic_metrics
 from netaware_core import metrics
@@ -29,7 +31,7 @@ class NetawareCollector:
         up = GaugeMetricFamily("netaware_metrics_source_up",
                                "1 when /metrics could read this source during the scrape.", labels=["source"])
         try:
-            series = [*topology_metrics(now), *traffic_metrics(now)]
+            series = [*topology_metrics(now), *traffic_metrics(now), *drift_metrics(now)]
         except Exception as exc:
             log.warning("/metrics: database unavailable: %s", exc)
             close_old_connections()

@@ -34,6 +34,8 @@ PURE = [
     "apps.scheduler.scoring.engine",
     "apps.scheduler.scoring.default_plugins",
     "apps.scheduler.evaluation",
+    "apps.scheduler.evaluation.drift",
+    "apps.scheduler.evaluation.replay",
     "netaware_core.yamlsafe",
     "netaware_core.fielderrors",
     "netaware_core.crdschema",

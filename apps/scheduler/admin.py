@@ -1,4 +1,4 @@
-"""Admin: profiles are editable (validated by the model's clean()), decisions and pods read-only."""
+"""Admin: profiles are editable (validated by the model's clean()), decisions, pods and drift read-only."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.utils.html import format_html
 from simple_history.admin import SimpleHistoryAdmin
 
 from . import services
-from .models import Decision, ObservedPod, SchedulerProfile
+from .models import Decision, DriftAssessment, ObservedPod, SchedulerProfile
 from .profiles import document_of
 
 if TYPE_CHECKING:
@@ -62,3 +62,10 @@ class ObservedPodAdmin(_ReadOnly):
                     "memory_request_bytes", "updated_at")
     list_filter = ("terminal", "phase")
     search_fields = ("namespace", "name", "node_name")
+
+
+@admin.register(DriftAssessment)
+class DriftAssessmentAdmin(_ReadOnly):
+    list_display = ("appgroup", "drift", "current_score", "best_score", "computed_at", "topology_version")
+    search_fields = ("appgroup__namespace", "appgroup__name")
+    list_select_related = ("appgroup",)

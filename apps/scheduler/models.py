@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import zlib
+from dataclasses import asdict
 from typing import Any
 
 import orjson
@@ -12,6 +14,7 @@ from django.db.models import Q
 from simple_history.models import HistoricalRecords
 
 from .choices import Verb
+from .evaluation.drift import DriftReport
 from .profiles import validate_profile_fields
 
 
@@ -176,3 +179,66 @@ class ObservedPod(models.Model):
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}@{self.node_name or '-'}"
+
+
+class DriftAssessment(models.Model):
+    """The latest drift of one AppGroup (``evaluation/drift.py``): its placement's score, modelled
+    latency and transfer cost on the current topology against the best found then, and the single-pod
+    moves that close the gap. Written by the periodic task ``scheduler.assess_drift`` (one row per
+    AppGroup, replaced each round), read by ``/metrics``, the API and the AppGroup page, so none of
+    them plans on a request."""
+
+    appgroup = models.OneToOneField("appgroups.AppGroup", on_delete=models.CASCADE, related_name="drift")
+    computed_at = models.DateTimeField()
+    topology_version = models.BigIntegerField(null=True, blank=True, help_text="topology snapshot it was made on")
+    # NULL: not a number (no dependency placed, nothing to score)
+    current_score = models.FloatField(null=True, blank=True, help_text="average network score 0..100 now")
+    best_score = models.FloatField(null=True, blank=True, help_text="best average network score found now")
+    drift = models.FloatField(default=0.0, help_text="1 - current / best, 0..1")
+    score_after_moves = models.FloatField(null=True, blank=True)
+    current_latency_ms = models.FloatField(null=True, blank=True)
+    best_latency_ms = models.FloatField(null=True, blank=True)
+    current_transfer_cost = models.FloatField(null=True, blank=True, help_text="USD per 1M requests")
+    best_transfer_cost = models.FloatField(null=True, blank=True, help_text="USD per 1M requests")
+    plan_id = models.CharField(max_length=16, blank=True)
+    # [{"pod", "workload", "from_node", "to_node", "expected_gain", "reason"}] in the order to apply
+    moves = models.JSONField(default=list, blank=True)
+    notes = models.JSONField(default=list, blank=True)
+    elapsed_ms = models.FloatField(default=0.0)
+    # What it was computed from (topology version, the AppGroup's spec and pods): unchanged inputs are not
+    # assessed again until REFRESH_SECONDS have passed (node capacity may have changed meanwhile).
+    inputs_hash = models.CharField(max_length=64, blank=True)
+
+    REFRESH_SECONDS = 300
+
+    class Meta:
+        ordering = ("-drift", "appgroup_id")
+        constraints = [
+            models.CheckConstraint(condition=Q(drift__gte=0.0) & Q(drift__lte=1.0),
+                                   name="scheduler_driftassessment_drift_0_1",
+                                   violation_error_message="drift must be within 0..1."),
+        ]
+
+    # The report's fields stored as they are (NaN/inf -> NULL); moves as dicts.
+    REPORT_FIELDS = ("current_score", "best_score", "drift", "score_after_moves", "current_latency_ms",
+                     "best_latency_ms", "current_transfer_cost", "best_transfer_cost", "plan_id")
+
+    @classmethod
+    def fields_of(cls, report: DriftReport) -> dict[str, Any]:
+        """The columns of an assessment holding ``report`` (``services.record_drift``, the API's fresh one)."""
+        out: dict[str, Any] = {}
+        for name in cls.REPORT_FIELDS:
+            value = getattr(report, name)
+            out[name] = value if isinstance(value, str) or math.isfinite(value) else None
+        out["moves"] = [asdict(move) for move in report.moves]
+        out["notes"] = list(report.notes)
+        return out
+
+    def clean(self) -> None:
+        if not 0.0 <= self.drift <= 1.0:
+            raise ValidationError({"drift": "must be within 0..1"})
+        if not isinstance(self.moves, list):
+            raise ValidationError({"moves": "must be a list of moves"})
+
+    def __str__(self) -> str:
+        return f"drift {self.drift:.2f} of AppGroup {self.appgroup_id} at {self.computed_at:%Y-%m-%d %H:%M:%S}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,16 +22,17 @@ from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
 from apps.appgroups.models import AppGroup, Dependency, Placement, Workload
-from apps.appgroups.selectors import all_appgroup_specs, placements_by_workload
+from apps.appgroups.selectors import all_appgroup_specs, appgroup_spec, placements_by_workload
 from apps.probes.selectors import node_usage
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage
 from apps.topology.models import Node, TopologySnapshot
-from apps.topology.selectors import current_topology
+from apps.topology.selectors import current_snapshot, current_topology
 from apps.topology.topomath import Topology
 
 from .cache import NodeRecord, PodRecord
 from .choices import Verb
-from .models import Decision, ObservedPod, SchedulerProfile
+from .evaluation.drift import DriftReport, PlacedPod, assess_drift
+from .models import Decision, DriftAssessment, ObservedPod, SchedulerProfile
 from .profiles import builtin_default_name, builtin_profiles, compile_profile
 
 log = logging.getLogger(__name__)
@@ -215,6 +217,45 @@ def state_stamps() -> dict[str, tuple[Any, ...]]:
         del row[: len(models)]
     out["topology"] = (row[0],)
     return out
+
+
+# --- drift ------------------------------------------------------------------------------------
+
+
+def placed_pods(*, appgroup: AppGroup) -> list[PlacedPod]:
+    """The AppGroup's bound pods as the drift assessment names them (pod "namespace/name")."""
+    rows = (Placement.objects.filter(appgroup=appgroup).exclude(node_name="")
+            .order_by("pod_namespace", "pod_name").values_list("pod_namespace", "pod_name", "workload__name", "node_name"))
+    return [PlacedPod(f"{ns}/{name}", workload, node) for ns, name, workload, node in rows]
+
+
+def drift_for(*, appgroup: AppGroup, state: ClusterState | None = None) -> DriftReport:
+    """The AppGroup's drift now: its recorded placements on the current topology snapshot and the
+    cluster watcher's node requests (``build_cluster_state``), against the plan found now. Computed
+    (a plan: up to ``evaluation.drift.DRIFT_PLAN_BUDGET_S`` of work), not read: the periodic task
+    stores it for pages and ``/metrics`` (``latest_drift``). ``state``: one state for several AppGroups."""
+    spec = appgroup_spec(appgroup=appgroup)
+    return assess_drift(state=state or build_cluster_state(), group=spec, pods=placed_pods(appgroup=appgroup))
+
+
+def latest_drift(*, appgroup: AppGroup) -> DriftAssessment | None:
+    """The AppGroup's stored drift (the periodic task's latest), or None before its first round."""
+    return DriftAssessment.objects.filter(appgroup=appgroup).first()
+
+
+def fresh_drift(*, appgroup: AppGroup) -> DriftAssessment:
+    """The AppGroup's drift computed now, as an unsaved assessment (the API's ``?fresh=true``)."""
+    started = time.perf_counter()
+    snapshot = current_snapshot()
+    report = drift_for(appgroup=appgroup)
+    return DriftAssessment(appgroup=appgroup, computed_at=timezone.now(), **DriftAssessment.fields_of(report),
+                           topology_version=snapshot.version if snapshot is not None else None,
+                           elapsed_ms=(time.perf_counter() - started) * 1e3)
+
+
+def drift_assessments() -> QuerySet[DriftAssessment]:
+    """Every stored drift with its AppGroup's namespace and name (``/metrics``)."""
+    return DriftAssessment.objects.select_related("appgroup").order_by("appgroup__namespace", "appgroup__name")
 
 
 # --- profiles --------------------------------------------------------------------------------

@@ -10,22 +10,29 @@ Kubernetes API only, within BIND_DEADLINE_SECONDS. Scoring itself is the framewo
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import numpy as np
 from django.db import transaction
+from django.utils import timezone
 
+from apps.appgroups.models import AppGroup, Placement
+from apps.appgroups.selectors import appgroup_spec, appgroups_with_graph
 from apps.scheduler.scoring.state import ClusterState, NodeResources, PodInfo, evolve
+from apps.topology.selectors import current_snapshot
 
 from . import decisionlog, metrics, selectors, wire
 from .cache import CacheView
 from .choices import Verb
-from .models import Decision, ObservedPod, SchedulerProfile
+from .evaluation.drift import DriftReport, assess_drift
+from .models import Decision, DriftAssessment, ObservedPod, SchedulerProfile
 from .runtime import ExtenderRuntime, notify_change, process_runtime
 from .scoring import engine
 from .selectors import conf
@@ -425,3 +432,50 @@ def decision_breakdown_by_node(decision: Decision) -> dict[str, dict[str, Any]]:
     return out
 
 
+
+
+# === drift (issue 25) ==========================================================================
+
+
+def record_drift(*, appgroup: AppGroup, report: DriftReport, computed_at: datetime,
+                 topology_version: int | None, elapsed_ms: float = 0.0, inputs_hash: str = "") -> DriftAssessment:
+    """Store ``report`` as the AppGroup's latest drift (one row per AppGroup, replaced)."""
+    assessment, _ = DriftAssessment.objects.update_or_create(appgroup=appgroup, defaults={
+        **DriftAssessment.fields_of(report), "computed_at": computed_at, "topology_version": topology_version,
+        "elapsed_ms": elapsed_ms, "inputs_hash": inputs_hash})
+    return assessment
+
+
+def assess_all_drift(*, now: datetime | None = None) -> int:
+    """The drift of every AppGroup with pods placed, on one state of the cluster (the current topology);
+    AppGroups without pods lose a stored assessment. One whose inputs (topology version, spec, pods) are
+    those of its stored assessment, younger than ``DriftAssessment.REFRESH_SECONDS``, is left as it is.
+    Returns how many were assessed. An AppGroup whose assessment fails is logged and skipped: the others
+    are still assessed."""
+    now = now or timezone.now()
+    state = selectors.build_cluster_state(now=now)
+    snapshot = current_snapshot()
+    version = snapshot.version if snapshot is not None else None
+    placed = set(Placement.objects.values_list("appgroup_id", flat=True).distinct())
+    DriftAssessment.objects.exclude(appgroup_id__in=placed).delete()
+    stored = {row.appgroup_id: row for row in DriftAssessment.objects.only("appgroup_id", "inputs_hash", "computed_at")}
+    fresh_after = now - timedelta(seconds=DriftAssessment.REFRESH_SECONDS)
+    done = 0
+    for appgroup in appgroups_with_graph().filter(pk__in=placed).order_by("namespace", "name"):
+        started = time.perf_counter()
+        pods = selectors.placed_pods(appgroup=appgroup)
+        spec = appgroup_spec(appgroup=appgroup)
+        inputs = hashlib.sha256(repr((version, spec, sorted((p.pod, p.workload, p.node) for p in pods))).encode()
+                                ).hexdigest()
+        known = stored.get(appgroup.pk)
+        if known is not None and known.inputs_hash == inputs and known.computed_at > fresh_after:
+            continue
+        try:
+            report = assess_drift(state=state, group=spec, pods=pods)
+        except Exception:
+            log.exception("drift of AppGroup %s/%s could not be assessed", appgroup.namespace, appgroup.name)
+            continue
+        record_drift(appgroup=appgroup, report=report, computed_at=now, topology_version=version,
+                     elapsed_ms=(time.perf_counter() - started) * 1e3, inputs_hash=inputs)
+        done += 1
+    return done

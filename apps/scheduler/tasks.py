@@ -18,3 +18,9 @@ def drain_decisions() -> int:
 def prune_decisions() -> int:
     """Keep only the newest NETAWARE["DECISION_RETENTION"] decisions (also pruned on insert)."""
     return services.prune_decisions(keep=int(settings.NETAWARE["DECISION_RETENTION"]))
+
+
+@shared_task(name="scheduler.assess_drift", ignore_result=True)
+def assess_drift() -> int:
+    """Store every placed AppGroup's drift against the plan found now (beat: every 60 s)."""
+    return services.assess_all_drift()

@@ -1,4 +1,4 @@
-"""Serializers of the scheduler API (profiles, decisions)."""
+"""Serializers of the scheduler API (profiles, decisions, drift)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from ..models import Decision, SchedulerProfile
+from ..models import Decision, DriftAssessment, SchedulerProfile
 from ..profiles import document_of, is_document, profile_error, stored_fields
 from ..scoring import engine
 from ..services import decision_breakdown_by_node
@@ -91,3 +91,36 @@ class DecisionDetailSerializer(DecisionSerializer):
 
     def get_breakdown(self, obj: Decision) -> dict[str, dict[str, Any]]:
         return decision_breakdown_by_node(obj)
+
+
+class DriftMoveSerializer(serializers.Serializer):
+    """One single-pod move (``evaluation.drift.Move``), in the order to apply."""
+
+    pod = serializers.CharField(help_text="namespace/name of the pod to evict")
+    workload = serializers.CharField()
+    from_node = serializers.CharField()
+    to_node = serializers.CharField(help_text="where its replacement should land")
+    expected_gain = serializers.FloatField(help_text="average network score points this move adds, after the ones before it")
+    reason = serializers.CharField()
+
+
+class DriftSerializer(serializers.ModelSerializer):
+    """An AppGroup's drift: its placement now vs the best found now, on the current topology."""
+
+    appgroup = serializers.SerializerMethodField()
+    moves = DriftMoveSerializer(many=True, read_only=True)
+    notes = serializers.ListField(child=serializers.CharField(), read_only=True)
+    stored = serializers.SerializerMethodField(help_text="false when computed for this request (?fresh=true)")
+
+    class Meta:
+        model = DriftAssessment
+        fields = ["appgroup", "computed_at", "stored", "topology_version", "drift", "current_score", "best_score",
+                  "score_after_moves", "current_latency_ms", "best_latency_ms", "current_transfer_cost",
+                  "best_transfer_cost", "plan_id", "moves", "notes", "elapsed_ms"]
+        read_only_fields = fields
+
+    def get_appgroup(self, obj: DriftAssessment) -> str:
+        return f"{obj.appgroup.namespace}/{obj.appgroup.name}"
+
+    def get_stored(self, obj: DriftAssessment) -> bool:
+        return obj.pk is not None

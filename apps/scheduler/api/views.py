@@ -1,4 +1,4 @@
-"""Scheduler API: profiles (CRUD), decisions (read), diagnose."""
+"""Scheduler API: profiles (CRUD), decisions (read), diagnose, AppGroup drift (read)."""
 
 from __future__ import annotations
 
@@ -6,20 +6,27 @@ from typing import cast
 
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
+from apps.appgroups.models import AppGroup
+from apps.topology.api.serializers import ErrorSerializer
 from netaware_core.fielderrors import error_body
 
-from .. import services
+from .. import selectors, services
 from ..diagnose import DiagnoseError, diagnose_pod, parse_diagnose_query
 from ..filtersets import DecisionFilterSet
 from ..models import Decision, SchedulerProfile
-from .serializers import DecisionDetailSerializer, DecisionSerializer, SchedulerProfileSerializer
+from .serializers import (
+    DecisionDetailSerializer,
+    DecisionSerializer,
+    DriftSerializer,
+    SchedulerProfileSerializer,
+)
 
 
 class SchedulerProfileViewSet(viewsets.ModelViewSet):
@@ -79,3 +86,33 @@ class DiagnoseView(APIView):
                 raise  # the API's one 400 shape (netaware_core/api_errors.py)
             return Response(error_body(exc.errors), status=exc.status)  # 404/503 in the same shape
         return Response(report, status=status.HTTP_200_OK)
+
+
+_FRESH = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
+
+
+class AppGroupDriftView(APIView):
+    """GET /api/appgroups/{id}/drift[?fresh=true]"""
+
+    @extend_schema(
+        tags=["appgroups"],
+        summary="Drift: this AppGroup's placement now vs the best found now, and the moves that close the gap",
+        parameters=[OpenApiParameter("fresh", bool, description="compute now (a plan: up to about a second) instead "
+                                     "of the stored assessment of the periodic task (every 60 s)")],
+        responses={200: DriftSerializer,
+                   400: OpenApiResponse(ErrorSerializer, description="a bad query value"),
+                   404: OpenApiResponse(ErrorSerializer, description="no such AppGroup, or not assessed yet")},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        raw = request.query_params.get("fresh", "false").strip().lower()
+        if raw not in _FRESH:
+            return Response(error_body({"fresh": ["must be true or false"]}), status=status.HTTP_400_BAD_REQUEST)
+        appgroup = AppGroup.objects.filter(pk=pk).first()
+        if appgroup is None:
+            return Response({"detail": f"No AppGroup with id {pk}."}, status=status.HTTP_404_NOT_FOUND)
+        assessment = selectors.fresh_drift(appgroup=appgroup) if _FRESH[raw] else selectors.latest_drift(appgroup=appgroup)
+        if assessment is None:
+            return Response({"detail": f"AppGroup {appgroup.namespace}/{appgroup.name} has no drift assessment yet: the "
+                                       "task scheduler.assess_drift stores one every 60 s once its pods are placed "
+                                       "(?fresh=true computes it now)."}, status=status.HTTP_404_NOT_FOUND)
+        return Response(DriftSerializer(assessment).data)

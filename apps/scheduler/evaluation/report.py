@@ -32,6 +32,7 @@ from .metrics import (
     request_latency_ms,
     transfer_cost,
 )
+from .replay import Degradation, ReplayOutcome, degraded_topology, parse_degradation, replay
 from .simulate import PAPER_PROFILES, EvalProfile, appgroup_pods, parse_profile, simulate
 
 # The source paper's results on its testbed ("Network Aware Scheduler for Kubernetes", section 7.2 and Table 5), read off Figure 5a.
@@ -65,6 +66,32 @@ class Stat:
 
 
 @dataclass(frozen=True)
+class ReplayResult:
+    """A profile's placements after a topology change (``replay.py``): as they stay (off) and after the
+    drift moves (on), over the seeds."""
+
+    score_before: Stat
+    score_off: Stat
+    score_on: Stat
+    best_score: Stat
+    on_fraction_of_best: Stat
+    latency_before_ms: Stat
+    latency_off_ms: Stat
+    latency_on_ms: Stat
+    transfer_off_usd: Stat
+    transfer_on_usd: Stat
+    moves: Stat
+
+    @classmethod
+    def of(cls, outcomes: Sequence[ReplayOutcome]) -> ReplayResult:
+        def stat(name: str) -> Stat:
+            return Stat.of([getattr(o, name) for o in outcomes])
+        return cls(stat("score_before"), stat("score_off"), stat("score_on"), stat("best_score"),
+                   stat("fraction_of_best"), stat("latency_before_ms"), stat("latency_off_ms"), stat("latency_on_ms"),
+                   stat("transfer_off_usd"), stat("transfer_on_usd"), stat("moves"))
+
+
+@dataclass(frozen=True)
 class ProfileResult:
     profile: str
     description: str
@@ -84,6 +111,7 @@ class ProfileResult:
     unscheduled_pods: int  # over all seeds
     per_seed_average: tuple[float, ...]
     seconds: float
+    replay: ReplayResult | None = None  # with a topology change (``evaluate(degrade=...)``)
 
 
 @dataclass(frozen=True)
@@ -102,6 +130,7 @@ class EvaluationReport:
     # The paper's Table 5 placements re-scored with our metric (when the AppGroup is Online Boutique).
     paper_table5_scores: Mapping[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    degradation: str = ""  # the topology change replayed after all pods are placed ("" = none)
 
     def profile(self, name: str) -> ProfileResult:
         for result in self.profiles:
@@ -191,7 +220,10 @@ def evaluate(
     time_limit: float = 60.0,
     memory_limit: int | None = None,
     extender_profiles: Mapping[str, Any] | None = None,
+    degrade: Degradation | None = None,
 ) -> EvaluationReport:
+    """``degrade``: once every pod is placed, that zone pair's link degrades; each profile's result then
+    carries ``replay`` (rebalancer off vs on, ``replay.py``)."""
     if seeds < 1:
         raise EvaluationInputError(f"seeds must be >= 1, got {seeds}")
     if not profiles:
@@ -213,6 +245,7 @@ def evaluate(
     model = latency_model or LatencyModel()
     transfer = transfer_model or TransferModel()
     call_ms = model.call_ms_matrix(state0.topology)
+    changed = degraded_topology(scenario, degrade) if degrade is not None else None
     optimum = (certified_optimum(state0, groups, time_limit=time_limit, memory_limit=memory_limit)
                if with_optimum else None)
     reference = optimum.reference if optimum is not None else float("nan")
@@ -230,6 +263,7 @@ def evaluate(
         worst: Counter[str] = Counter()
         seeds_in: Counter[str] = Counter()
         unscheduled = 0
+        replays: list[ReplayOutcome] = []
         for seed in range(first_seed, first_seed + seeds):
             run = simulate(state0, pods, profile, seed)
             metrics = network_metrics(run.final_state, groups)
@@ -249,6 +283,8 @@ def evaluate(
             if metrics.worst_workload:
                 worst[metrics.worst_workload] += 1
             unscheduled += len(run.unscheduled)
+            if changed is not None:
+                replays.append(replay(run.final_state, groups, changed, latency_model=model, transfer_model=transfer))
         workload_stats = {k: Stat.of(v) for k, v in sorted(per_workload.items())}
         worst_name = min(workload_stats, key=lambda k: workload_stats[k].mean) if workload_stats else ""
         avg = Stat.of(averages)
@@ -265,6 +301,7 @@ def evaluate(
                                        else float("nan")),
             seeds_with_pods_in={z: seeds_in.get(z, 0) for z in zones}, unscheduled_pods=unscheduled,
             per_seed_average=tuple(averages), seconds=time.perf_counter() - t0,
+            replay=ReplayResult.of(replays) if replays else None,
         ))
     table5 = {name: zone_placement_score(state0, groups, zones_) for name, zones_ in PAPER_TABLE5.items()}
     return EvaluationReport(
@@ -272,6 +309,7 @@ def evaluate(
         scenario=scenario.name, appgroups=tuple(f"{g.namespace}/{g.name}" for g in groups), seeds=seeds,
         first_seed=first_seed, pods=len(pods), zones=tuple(zones), profiles=tuple(results), optimum=optimum,
         latency_model=model, transfer_model=transfer, seconds=time.perf_counter() - started,
+        degradation=degrade.describe() if degrade is not None else "",
     )
 
 
@@ -286,20 +324,23 @@ def run_evaluation(
     time_limit: float = 60.0,
     memory_limit: int | None = None,
     profile_file: str | Path | None = None,
+    degrade: str | None = None,
 ) -> EvaluationReport:
     """The whole evaluation from files (what ``manage.py evaluate`` and the dashboard call).
     ``time_limit`` (s) and ``memory_limit`` (bytes; None: no limit, solved in this process) bound the
     optimum's solver; ``profile_file``: extender profile documents beside the built-ins
-    (``adapter.load_profiles``)."""
+    (``adapter.load_profiles``); ``degrade``: a zone pair's link change replayed after all pods are
+    placed (``replay.parse_degradation``: ``A:B:rtt_ms=40,loss=3``)."""
     if time_limit <= 0:
         raise EvaluationInputError(f"time limit must be > 0 seconds, got {time_limit}")
     if memory_limit is not None and memory_limit < 64 * 2**20:
         raise EvaluationInputError(f"memory limit must be at least 64Mi, got {memory_limit} bytes")
+    degradation = parse_degradation(degrade) if degrade is not None else None
     scenario, groups = load_inputs(scenario_path, appgroup_path)
     extender_profiles = load_profiles(profile_file) if profile_file is not None else None
     return evaluate(scenario, groups, profiles=profiles, seeds=seeds, first_seed=first_seed,
                     with_optimum=with_optimum, time_limit=time_limit, memory_limit=memory_limit,
-                    extender_profiles=extender_profiles)
+                    extender_profiles=extender_profiles, degrade=degradation)
 
 
 # --------------------------------------------------------------------------- presentation
@@ -347,7 +388,33 @@ def format_table(report: EvaluationReport) -> str:
         far = {z: n for z, n in r.seeds_with_pods_in.items() if n}
         extra = f", unscheduled pods: {r.unscheduled_pods}" if r.unscheduled_pods else ""
         out.append(f"{r.profile}: seeds with pods per zone {far}{extra}")
+    if report.degradation:
+        out.extend(["", f"after all pods are placed, {report.degradation} (mean ± sd over the seeds):",
+                    format_replay_table(report)])
     return "\n".join(out)
+
+
+def format_replay_table(report: EvaluationReport) -> str:
+    """Rebalancer off vs on after the topology change, one row per profile."""
+    usd = f"$/{report.transfer_model.requests // 1_000_000}M req"
+    header = ["profile", "score before", "score off", "score on", "best now", "on % of best", "latency before ms",
+              "latency off ms", "latency on ms", f"transfer off {usd}", f"transfer on {usd}", "moves"]
+    rows = []
+    for r in report.profiles:
+        if r.replay is None:
+            continue
+        x = r.replay
+        fraction = x.on_fraction_of_best
+        rows.append([r.profile, _pm(x.score_before), _pm(x.score_off), _pm(x.score_on), _pm(x.best_score),
+                     f"{100 * fraction.mean:.1f}" if fraction.mean == fraction.mean else "n/a",
+                     _pm(x.latency_before_ms), _pm(x.latency_off_ms), _pm(x.latency_on_ms),
+                     _pm(x.transfer_off_usd, 2), _pm(x.transfer_on_usd, 2), _pm(x.moves)])
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *[line(r) for r in rows]])
 
 
 def report_figure(report: EvaluationReport) -> dict[str, Any]:

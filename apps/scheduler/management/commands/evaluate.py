@@ -38,6 +38,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-optimum", action="store_true", help="skip the certified optimum")
         parser.add_argument("--time-limit", type=float, default=60.0,
                             help="seconds for the optimum's solver (default 60)")
+        parser.add_argument("--degrade", metavar="ZONE:ZONE:rtt_ms=MS,loss=PCT[,bandwidth_mbps=MBPS]",
+                            help="after all pods are placed, degrade this zone pair's link and report score, latency, "
+                                 "transfer cost and moves with the rebalancer off vs on (docs/evaluation.md)")
         parser.add_argument("--memory-limit", default="2Gi",
                             help="memory the optimum's solver may add, a Kubernetes quantity (default 2Gi)")
 
@@ -64,7 +67,7 @@ class Command(BaseCommand):
                 options["scenario"], options["appgroup"], profiles=profiles, seeds=options["seeds"],
                 first_seed=options["first_seed"], with_optimum=not options["no_optimum"],
                 time_limit=options["time_limit"], memory_limit=memory_limit,
-                profile_file=options.get("profile_file"),
+                profile_file=options.get("profile_file"), degrade=options.get("degrade"),
             )
         except EvaluationInputError as exc:
             raise CommandError(str(exc)) from exc
