@@ -35,6 +35,8 @@ def _run(**options):
         ({"time_limit": 0}, "--time-limit must be > 0"),
         ({"memory_limit": "lots"}, "--memory-limit"),
         ({"memory_limit": "1Mi"}, "--memory-limit must be at least 64Mi"),
+        ({"min_zones": 65}, "--min-zones must be between 0 and 64"),
+        ({"min_replicas": -1}, "--min-replicas must be between 0 and 64"),
     ],
 )
 def test_bad_input_is_a_command_error_naming_it(options, message):

@@ -59,7 +59,8 @@ class _Page:
         main = self.form.cleaned_data  # type: ignore[union-attr]
         paths = documents.PathMap({"metadata.name": "form:name", "metadata.namespace": "form:namespace",
                                    "spec.topologySortingAlgorithm": "form:topology_sorting_algorithm",
-                                   "spec.topologyMode": "form:topology_mode", "spec.workloads": "form:"})
+                                   "spec.topologyMode": "form:topology_mode", "spec.minZones": "form:min_zones",
+                                   "spec.workloads": "form:"})
         rows = sorted(_kept(self.formsets["workloads"]), key=lambda item: (item[1].get("position") or 0, item[0]))
         workloads: list[dict[str, Any]] = []
         index_of: dict[Any, int] = {}
@@ -77,10 +78,13 @@ class _Page:
             entries = workloads[source].setdefault("dependencies", [])
             base = f"spec.workloads[{source}].dependencies[{len(entries)}]"
             entries.append(_dependency_entry(data, name, base, f"dependencies:{form_index}", paths))
+        spec: dict[str, Any] = {"topologySortingAlgorithm": main["topology_sorting_algorithm"],
+                                "topologyMode": main["topology_mode"]}
+        if main.get("min_zones") not in (None, 1):
+            spec["minZones"] = main["min_zones"]
+        spec["workloads"] = workloads
         document = {"apiVersion": documents.API_VERSION, "kind": documents.APPGROUP_KIND,
-                    "metadata": {"namespace": main["namespace"], "name": main["name"]},
-                    "spec": {"topologySortingAlgorithm": main["topology_sorting_algorithm"],
-                             "topologyMode": main["topology_mode"], "workloads": workloads}}
+                    "metadata": {"namespace": main["namespace"], "name": main["name"]}, "spec": spec}
         return document, paths
 
     def check(self) -> None:
@@ -119,12 +123,15 @@ def _workload_entry(data: dict[str, Any], ours: str, theirs: str, paths: documen
     paths[f"{ours}"] = f"{theirs}:"
     for field in ("name", "selector", "weight", "replicas"):
         paths[f"{ours}.{field}"] = f"{theirs}:{field}"
+    paths[f"{ours}.minZones"] = f"{theirs}:min_zones"
     for field, column in (("resources.cpu", "cpu_request"), ("resources.memory", "memory_request"),
                           ("controller.kind", "controller_kind"), ("controller.name", "controller_name")):
         paths[f"{ours}.{field}"] = f"{theirs}:{column}"
     entry: dict[str, Any] = {"name": data["name"], "selector": data["selector"], "weight": data["weight"]}
     if data.get("replicas") is not None:
         entry["replicas"] = data["replicas"]
+    if data.get("min_zones") is not None:
+        entry["minZones"] = data["min_zones"]
     controller = {key: data[f"controller_{key}"] for key in ("kind", "name") if data.get(f"controller_{key}")}
     if controller:
         entry["controller"] = controller
@@ -172,9 +179,13 @@ class _PageFormSet(BaseInlineFormSet):
 
 
 class AppGroupForm(_ValuesOnly):
+    # Optional like the document's field: left empty, no zone requirement (1).
+    min_zones = forms.IntegerField(required=False, initial=1, help_text="Replicas over at least this many zones; empty = 1.")
+
     class Meta:
         model = AppGroup
-        fields = ("namespace", "name", "description", "topology_sorting_algorithm", "topology_mode", "origin")
+        fields = ("namespace", "name", "description", "topology_sorting_algorithm", "topology_mode", "min_zones",
+                  "origin")
 
     page: _Page | None = None
 
@@ -188,7 +199,7 @@ class WorkloadForm(_ValuesOnly):
     class Meta:
         model = Workload
         fields = ("name", "position", "selector", "weight", "controller_kind", "controller_name", "replicas",
-                  "cpu_request", "memory_request")
+                  "min_zones", "cpu_request", "memory_request")
 
 
 class DependencyForm(_ValuesOnly):

@@ -193,6 +193,7 @@ def _spec(doc: Mapping[str, Any], default_namespace: str) -> AppGroupSpec:
         workloads=tuple(_workload(item) for item in spec["workloads"]),
         topology_sorting_algorithm=spec.get("topologySortingAlgorithm") or toposort.DEFAULT_ALGORITHM,
         topology_mode=spec.get("topologyMode") or "soft",
+        min_zones=int(spec.get("minZones") or 1),
     )
 
 
@@ -209,6 +210,7 @@ def _workload(item: Mapping[str, Any]) -> WorkloadSpec:
         replicas=int(item.get("replicas") or 1),
         cpu_request_millicores=quantity.cpu_millicores(requests["cpu"]) if requests.get("cpu") is not None else 0,
         memory_request_bytes=quantity.memory_bytes(requests["memory"]) if requests.get("memory") is not None else 0,
+        min_zones=int(item["minZones"]) if item.get("minZones") is not None else None,
     )
 
 
@@ -309,9 +311,10 @@ def _diktyo_as_ours(doc: Mapping[str, Any], paths: PathMap) -> dict[str, Any]:
     extras, extras_path = _extras(metadata)
     workloads = [_diktyo_workload(index, item, extras, extras_path, paths) for index, item in enumerate(spec["workloads"])]
     ours: dict[str, Any] = {"topologySortingAlgorithm": spec["topologySortingAlgorithm"], "workloads": workloads}
-    if extras.get("topologyMode") is not None:
-        ours["topologyMode"] = extras["topologyMode"]
-        paths["spec.topologyMode"] = f"{extras_path}.topologyMode"
+    for key in ("topologyMode", "minZones"):
+        if extras.get(key) is not None:
+            ours[key] = extras[key]
+            paths[f"spec.{key}"] = f"{extras_path}.{key}"
     return {"apiVersion": API_VERSION, "kind": APPGROUP_KIND,
             "metadata": {key: metadata[key] for key in ("name", "namespace") if key in metadata}, "spec": ours}
 
@@ -330,7 +333,7 @@ def _diktyo_workload(
     paths[f"{base}.controller"] = f"{base}.workload"
     workload: dict[str, Any] = {"name": name, "controller": {"kind": info["kind"], "name": info["name"]},
                                 "selector": {"matchLabels": {DIKTYO_WORKLOAD_LABEL: name}}}
-    for key in ("selector", "weight", "replicas"):
+    for key in ("selector", "weight", "replicas", "minZones"):
         if extra.get(key) is not None:
             workload[key] = extra[key]
             paths[f"{base}.{key}"] = f"{extra_path}.{key}"
@@ -416,6 +419,8 @@ def _workload_document(workload: WorkloadSpec) -> dict[str, Any]:
             controller["name"] = workload.controller_name
         doc["controller"] = controller
     doc["replicas"] = workload.replicas
+    if workload.min_zones is not None:
+        doc["minZones"] = workload.min_zones
     resources: dict[str, str] = {}
     if workload.cpu_request_millicores:
         resources["cpu"] = quantity.format_cpu(workload.cpu_request_millicores)
@@ -430,12 +435,16 @@ def _workload_document(workload: WorkloadSpec) -> dict[str, Any]:
 
 def spec_document(spec: AppGroupSpec) -> dict[str, Any]:
     """The ``spec`` of our AppGroup document (canonical: same spec -> same document). ``topologyMode`` is
-    always written: the API server defaults it, so the cluster's copy carries it too."""
-    return {
+    always written: the API server defaults it, so the cluster's copy carries it too; ``minZones`` only when
+    it asks for more than one zone (so an AppGroup without it keeps its canonical document and hash)."""
+    out: dict[str, Any] = {
         "topologySortingAlgorithm": spec.topology_sorting_algorithm,
         "topologyMode": spec.topology_mode,
-        "workloads": [_workload_document(workload) for workload in spec.workloads],
     }
+    if spec.min_zones != 1:
+        out["minZones"] = spec.min_zones
+    out["workloads"] = [_workload_document(workload) for workload in spec.workloads]
+    return out
 
 
 def spec_hash(spec: AppGroupSpec) -> str:
@@ -466,6 +475,8 @@ def _extras_document(spec: AppGroupSpec) -> dict[str, Any]:
             "selector": label_selector_to_mapping(workload.selector),
         }
         entry["replicas"] = workload.replicas
+        if workload.min_zones is not None:
+            entry["minZones"] = workload.min_zones
         if workload.cpu_request_millicores:
             entry["cpu"] = quantity.format_cpu(workload.cpu_request_millicores)
         if workload.memory_request_bytes:
@@ -484,9 +495,13 @@ def _extras_document(spec: AppGroupSpec) -> dict[str, Any]:
             if weights:
                 entry["dependencyWeights"] = weights
         workloads[workload.name] = entry
+    out: dict[str, Any] = {}
     if spec.topology_mode != "soft":
-        return {"topologyMode": spec.topology_mode, "workloads": workloads}
-    return {"workloads": workloads}
+        out["topologyMode"] = spec.topology_mode
+    if spec.min_zones != 1:
+        out["minZones"] = spec.min_zones
+    out["workloads"] = workloads
+    return out
 
 
 def _diktyo_spec_document(spec: AppGroupSpec) -> dict[str, Any]:

@@ -88,6 +88,9 @@ class WorkloadSpec:
     replicas: int = 1
     cpu_request_millicores: int = 0
     memory_request_bytes: int = 0
+    # High availability: spread the replicas over at least this many zones (None: the AppGroup's
+    # ``min_zones``; 1 exempts a workload from an AppGroup-wide minimum).
+    min_zones: int | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,13 @@ class AppGroupSpec:
     # soft: a placement plan is a preference; zone / region: all of the AppGroup in one zone / region,
     # or its pods wait (enforced by the scheduler's plan filter, together with the profile's mode).
     topology_mode: str = "soft"
+    # High availability: every workload's replicas over at least this many zones unless the workload
+    # says otherwise (1: no requirement). The planner then builds one *cell* per zone.
+    min_zones: int = 1
+
+    def min_zones_of(self, workload: WorkloadSpec) -> int:
+        """The zones ``workload``'s replicas must span: its own ``min_zones``, else the AppGroup's."""
+        return workload.min_zones if workload.min_zones is not None else self.min_zones
 
     def workload(self, name: str) -> WorkloadSpec:
         for workload in self.workloads:

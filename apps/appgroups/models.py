@@ -53,6 +53,9 @@ class AppGroup(models.Model):
         max_length=16, choices=TopologyMode.choices, default=TopologyMode.SOFT,
         help_text="soft: the placement plan is a preference; zone / region: all pods in one zone / region, or they wait.",
     )
+    min_zones = models.PositiveSmallIntegerField(
+        default=1, help_text="High availability: every workload's replicas over at least this many zones (1 = no requirement).",
+    )
     # Sync bookkeeping (written by apps.appgroups.sync): the cluster object's resourceVersion we
     # last saw or wrote, who authored the current spec, and a hash of the spec we last applied.
     resource_version = models.CharField(max_length=64, blank=True)
@@ -87,6 +90,10 @@ class AppGroup(models.Model):
             valid_choice("topology_mode", TopologyMode, name="appgroups_appgroup_topology_mode_valid",
                          message="Unknown topology mode."),
             valid_choice("origin", Origin, name="appgroups_appgroup_origin_valid", message="Unknown origin."),
+            models.CheckConstraint(
+                condition=Q(min_zones__gte=1), name="appgroups_appgroup_min_zones_positive",
+                violation_error_message="minZones must be >= 1.",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -138,6 +145,9 @@ class Workload(models.Model):
     replicas = models.PositiveIntegerField(null=True, blank=True)
     cpu_request = models.CharField(max_length=32, blank=True, help_text="e.g. 100m")
     memory_request = models.CharField(max_length=32, blank=True, help_text="e.g. 64Mi")
+    min_zones = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Replicas over at least this many zones (empty: the AppGroup's; 1 exempts).",
+    )
 
     class Meta:
         ordering = ("appgroup", "position", "id")
@@ -156,6 +166,11 @@ class Workload(models.Model):
                 condition=Q(replicas__isnull=True) | Q(replicas__gte=1),
                 name="appgroups_workload_replicas_positive",
                 violation_error_message="Replicas must be >= 1.",
+            ),
+            models.CheckConstraint(
+                condition=Q(min_zones__isnull=True) | (Q(min_zones__gte=1) & Q(min_zones__lte=F("replicas"))),
+                name="appgroups_workload_min_zones_within_replicas",
+                violation_error_message="minZones must be between 1 and the workload's replicas.",
             ),
         ]
 

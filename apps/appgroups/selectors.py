@@ -62,6 +62,7 @@ def _spec(
                 memory_request_bytes=quantity.memory_bytes(workload.memory_request)
                 if workload.memory_request
                 else 0,
+                min_zones=workload.min_zones,
             )
         )
     return AppGroupSpec(
@@ -70,6 +71,7 @@ def _spec(
         workloads=tuple(specs),
         topology_sorting_algorithm=appgroup.topology_sorting_algorithm,
         topology_mode=appgroup.topology_mode,
+        min_zones=appgroup.min_zones,
     )
 
 

@@ -125,6 +125,7 @@ def save_appgroup(
     row.namespace, row.name = spec.namespace, spec.name
     old_key = key_before_save(appgroup=row)
     row.topology_sorting_algorithm, row.topology_mode = spec.topology_sorting_algorithm, spec.topology_mode
+    row.min_zones = spec.min_zones
     row.origin, row.spec_hash = origin, documents.spec_hash(spec)
     if description is not None:
         row.description = description
@@ -174,6 +175,7 @@ def _copy_workload(workload: Workload, spec: WorkloadSpec, *, position: int) -> 
     workload.weight = spec.weight
     workload.controller_kind, workload.controller_name = spec.controller_kind, spec.controller_name
     workload.replicas = spec.replicas
+    workload.min_zones = spec.min_zones
     workload.cpu_request = quantity.format_cpu(spec.cpu_request_millicores) if spec.cpu_request_millicores else ""
     workload.memory_request = quantity.format_bytes(spec.memory_request_bytes) if spec.memory_request_bytes else ""
 

@@ -2,7 +2,7 @@
 
 ``apps.appgroups.documents.spec_from_document`` checks a document's structure with the CRD's
 openAPIV3Schema, then calls ``semantic_errors`` here: metadata names, label selectors (the schema's
-CEL rules and label syntax), quantities, the positive sensitivity sum, positive dependency weights, unique workload names and
+CEL rules and label syntax), quantities, the positive sensitivity sum, positive dependency weights, minZones within replicas, unique workload names and
 dependency targets that exist, are not the workload itself and are not repeated. Every entry point
 (API, admin, editors, import, cluster sync) reaches these through that one reader.
 Label syntax follows k8s.io/apimachinery/pkg/util/validation (IsQualifiedName, IsValidLabelValue).
@@ -263,9 +263,26 @@ def semantic_errors(doc: Mapping[str, Any]) -> dict[str, list[str]]:
         requests = workload.get("resources") or {}
         for key, parse in (("cpu", quantity.cpu_millicores), ("memory", quantity.memory_bytes)):
             add(f"{base}.resources.{key}", _quantity_error(requests.get(key), parse))
+        _min_zones_errors(workload, base, doc["spec"].get("minZones"), add)
     for index, workload in enumerate(workloads):
         _dependency_errors(workload, f"spec.workloads[{index}]", first, add)
     return errors
+
+
+MIN_ZONES_REPLICAS = "replicas must be at least minZones (one zone per replica at most)"  # the CRD's CEL message
+
+
+def _min_zones_errors(workload: Mapping[str, Any], base: str, group_min: Any,
+                      add: Callable[[str, str | None], None]) -> None:
+    """A workload cannot spread over more zones than it has replicas: its own ``minZones``, else the
+    AppGroup's (the CRD's two CEL rules)."""
+    replicas = workload.get("replicas") or 1
+    own = workload.get("minZones")
+    if own is not None and own > replicas:
+        add(f"{base}.minZones", f"{MIN_ZONES_REPLICAS}: minZones {own}, replicas {replicas}")
+    elif own is None and group_min is not None and group_min > replicas:
+        add(f"{base}.replicas", f"must be at least spec.minZones ({group_min}) to spread over that many zones, got "
+                                f"{replicas} (set this workload's minZones to 1 to exempt it)")
 
 
 def _label_selector_errors(selector: Any, path: str, add: Callable[[str, str | None], None]) -> None:

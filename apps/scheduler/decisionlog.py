@@ -128,8 +128,10 @@ class DecisionLog:
         self._stop = threading.Event()
 
     def add(self, record: dict[str, Any]) -> None:
-        record.setdefault("id", str(uuid.uuid4()))
-        record.setdefault("ts", timezone.now().isoformat())
+        if "id" not in record:
+            record["id"] = str(uuid.uuid4())
+        if "ts" not in record:  # (setdefault would read the clock for every record)
+            record["ts"] = timezone.now().isoformat()
         with self.lock:
             self.pending.append(record)
             self.recorded += 1

@@ -157,6 +157,10 @@ def _placed_in_group(state: ClusterState, workload: Any) -> int:
     if not workload:
         return 0
     group = workload[0]
+    for spec in state.appgroups:  # a few AppGroups; the placements can hold thousands of workloads
+        if f"{spec.namespace}/{spec.name}" == group:
+            placements = state.placements
+            return sum(len(placements.get((spec.namespace, spec.name, w.name), ())) for w in spec.workloads)
     return sum(len(nodes) for (ns, name, _), nodes in state.placements.items() if f"{ns}/{name}" == group)
 
 

@@ -239,7 +239,30 @@ def parse_pod(value: Any, where: str = "Pod") -> PodInfo:
         cpu_request_millicores=cpu,
         memory_request_bytes=mem,
         bandwidth_request_bps=bandwidth,
+        zone_max_skew=_zone_max_skew(get_ci(spec, "topologySpreadConstraints"), f"{where}.spec.topologySpreadConstraints"),
     )
+
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+
+def _zone_max_skew(value: Any, where: str) -> int:
+    """The smallest maxSkew of the hard (DoNotSchedule, kube-scheduler's default) zone spread
+    constraints, 0 when there is none; other keys and ScheduleAnyway are kube-scheduler's alone."""
+    if value is None:
+        return 0
+    if not isinstance(value, list):
+        raise WireError(f"{where}: expected a list, got {type(value).__name__}")
+    skews = []
+    for i, item in enumerate(value):
+        entry = _mapping(item, f"{where}[{i}]")
+        if get_ci(entry, "topologyKey") != ZONE_LABEL or (get_ci(entry, "whenUnsatisfiable") or "DoNotSchedule") != "DoNotSchedule":
+            continue
+        skew = _int(get_ci(entry, "maxSkew"), f"{where}[{i}].maxSkew")
+        if skew < 1:
+            raise WireError(f"{where}[{i}].maxSkew: must be >= 1, got {skew}")
+        skews.append(skew)
+    return min(skews, default=0)
 
 
 def pod_node_name(value: Mapping[str, Any]) -> str:

@@ -50,6 +50,9 @@ class WorkloadSerializer(serializers.Serializer):
     replicas = serializers.IntegerField(required=False, allow_null=True, default=None)
     cpu_request = serializers.CharField(required=False, allow_blank=True, default="", max_length=32)
     memory_request = serializers.CharField(required=False, allow_blank=True, default="", max_length=32)
+    min_zones = serializers.IntegerField(
+        required=False, allow_null=True, default=None,
+        help_text="Replicas over at least this many zones (null: the AppGroup's min_zones; 1 exempts).")
     dependencies = DependencySerializer(many=True, required=False, default=list, source="dependencies.all")
 
 
@@ -59,11 +62,14 @@ class AppGroupSerializer(serializers.ModelSerializer):
         choices=TopologySortingAlgorithm.choices, required=False, default=TopologySortingAlgorithm.KAHN
     )
     topology_mode = serializers.ChoiceField(choices=TopologyMode.choices, required=False, default=TopologyMode.SOFT)
+    min_zones = serializers.IntegerField(
+        required=False, default=1,
+        help_text="High availability: every workload's replicas over at least this many zones (1 = none).")
 
     class Meta:
         model = AppGroup
         read_only_fields = ("origin", *AppGroup.BOOKKEEPING_FIELDS)
-        fields = ("id", "namespace", "name", "description", "topology_sorting_algorithm", "topology_mode",
+        fields = ("id", "namespace", "name", "description", "topology_sorting_algorithm", "topology_mode", "min_zones",
                   *read_only_fields, "workloads")
         # Uniqueness of (namespace, name) is services.check_appgroup's, like every other rule.
         validators: list[Any] = []
@@ -103,7 +109,7 @@ class AppGroupSerializer(serializers.ModelSerializer):
 
 # This document's field for each field of ours (under a workload, under a dependency).
 _WORKLOAD_FIELDS = {"resources.cpu": "cpu_request", "resources.memory": "memory_request",
-                    "controller.kind": "controller_kind", "controller.name": "controller_name"}
+                    "controller.kind": "controller_kind", "controller.name": "controller_name", "minZones": "min_zones"}
 _DEPENDENCY_FIELDS = {"name": "target", "metrics": "", "metrics.latency": "latency", "metrics.bandwidth": "bandwidth",
                       "metrics.lossrate": "lossrate", "maxNetworkCost": "max_network_cost", "minBandwidth": "min_bandwidth",
                       "weight": "weight"}
@@ -113,13 +119,17 @@ def api_document(attrs: dict[str, Any]) -> tuple[dict[str, Any], documents.PathM
     """Type-checked serializer data as our AppGroup document, and the map of its paths back to this one's."""
     paths = documents.PathMap({"metadata.name": "name", "metadata.namespace": "namespace", "spec.workloads": "workloads",
                                "spec.topologySortingAlgorithm": "topology_sorting_algorithm",
-                               "spec.topologyMode": "topology_mode"})
+                               "spec.topologyMode": "topology_mode", "spec.minZones": "min_zones"})
     workloads = [_workload(raw, index, paths) for index, raw in enumerate((attrs.get("workloads") or {}).get("all", []))]
+    spec: dict[str, Any] = {
+        "topologySortingAlgorithm": attrs.get("topology_sorting_algorithm") or TopologySortingAlgorithm.KAHN,
+        "topologyMode": attrs.get("topology_mode") or TopologyMode.SOFT}
+    if attrs.get("min_zones") not in (None, 1):
+        spec["minZones"] = attrs["min_zones"]
+    spec["workloads"] = workloads
     document = {
         "apiVersion": documents.API_VERSION, "kind": documents.APPGROUP_KIND,
-        "metadata": {"namespace": attrs.get("namespace", ""), "name": attrs.get("name", "")},
-        "spec": {"topologySortingAlgorithm": attrs.get("topology_sorting_algorithm") or TopologySortingAlgorithm.KAHN,
-                 "topologyMode": attrs.get("topology_mode") or TopologyMode.SOFT, "workloads": workloads},
+        "metadata": {"namespace": attrs.get("namespace", ""), "name": attrs.get("name", "")}, "spec": spec,
     }
     return document, paths
 
@@ -133,6 +143,7 @@ def _workload(raw: dict[str, Any], index: int, paths: documents.PathMap) -> dict
     controller = {key: raw[f"controller_{key}"] for key in ("kind", "name") if raw.get(f"controller_{key}")}
     requests = {key: raw[f"{key}_request"] for key in ("cpu", "memory") if raw.get(f"{key}_request")}
     optional = {"controller": controller, "resources": requests, "replicas": raw.get("replicas"),
+                "minZones": raw.get("min_zones"),
                 "dependencies": [_dependency(dep, f"{ours}.dependencies[{i}]", f"{theirs}.dependencies[{i}]", paths)
                                  for i, dep in enumerate((raw.get("dependencies") or {}).get("all", []))]}
     workload.update({key: value for key, value in optional.items() if value not in (None, {}, [])})

@@ -68,6 +68,33 @@ def pods_per_zone(state: ClusterState, zones: Sequence[str]) -> dict[str, int]:
     return counts
 
 
+# --------------------------------------------------------------------------- routing
+
+# How a Service spreads a caller's requests over the callee's pods: uniformly (kube-proxy's default), or
+# ``prefer-close``: to the callee's pods in the caller's zone when there are any (Kubernetes'
+# ``trafficDistribution: PreferClose`` / topology-aware routing), else uniformly.
+ROUTINGS = ("uniform", "prefer-close")
+
+
+def pair_weights(state: ClusterState, src: Sequence[str], dst: Sequence[str], routing: str = "uniform") -> np.ndarray:
+    """Share of a call's requests on each (caller pod, callee pod) pair (len(src), len(dst)), summing to 1."""
+    if routing not in ROUTINGS:
+        raise ValueError(f"routing: must be one of {', '.join(ROUTINGS)}, got {routing!r}")
+    ns, nd = len(src), len(dst)
+    weights = np.full((ns, nd), 1.0 / max(ns * nd, 1))
+    if routing == "prefer-close" and ns and nd:
+        def zone(node: str) -> str:
+            res = state.nodes.get(node)
+            return res.zone if res is not None else ""
+
+        dz = np.array([zone(b) for b in dst], dtype=object)
+        for i, a in enumerate(src):
+            same = (dz == zone(a)) & (dz != "")
+            if same.any():
+                weights[i] = np.where(same, 1.0 / (ns * int(same.sum())), 0.0)
+    return weights
+
+
 # --------------------------------------------------------------------------- latency model
 
 
@@ -81,8 +108,8 @@ class LatencyModel:
     messages are too short for fast retransmit). Pods on the same node talk over loopback.
     A workload's time is the slowest of its dependency calls, each followed by the callee's own
     time (calls fan out in parallel), so a request's latency is the critical path from the root
-    workloads (those nobody depends on). With replicas, a call's cost is averaged over every
-    (caller pod, callee pod) pair — requests are load-balanced uniformly.
+    workloads (those nobody depends on). With replicas, a call's cost is averaged over the
+    (caller pod, callee pod) pairs its requests take (``pair_weights``: uniformly, or PreferClose).
     """
 
     payload_bytes: int = 4 * 1024
@@ -109,16 +136,16 @@ class LatencyModel:
         return lat + transfer_ms + packets * loss * self.rto_ms
 
 
-def request_latency_ms(state: ClusterState, groups: Sequence[AppGroupSpec], call_ms: np.ndarray) -> float:
+def request_latency_ms(state: ClusterState, groups: Sequence[AppGroupSpec], call_ms: np.ndarray,
+                       routing: str = "uniform") -> float:
     """Critical-path latency of one request (max over AppGroups and their root workloads)."""
     index = state.topology.index
     worst = 0.0
     for group in groups:
         memo: dict[str, float] = {}
 
-        def positions(workload: str, group: AppGroupSpec = group) -> list[int]:
-            return [index[n] for n in state.placements.get((group.namespace, group.name, workload), ())
-                    if n in index]
+        def nodes_of(workload: str, group: AppGroupSpec = group) -> list[str]:
+            return [n for n in state.placements.get((group.namespace, group.name, workload), ()) if n in index]
 
         def time_of(workload: str, stack: tuple[str, ...] = (), group: AppGroupSpec = group,
                     memo: dict[str, float] = memo) -> float:
@@ -126,13 +153,14 @@ def request_latency_ms(state: ClusterState, groups: Sequence[AppGroupSpec], call
                 return memo[workload]
             if workload in stack:  # a cycle: do not recurse forever
                 return 0.0
-            src = positions(workload)
+            src = nodes_of(workload)
             slowest = 0.0
             for dep in group.workload(workload).dependencies:
-                dst = positions(dep.target)
+                dst = nodes_of(dep.target)
                 if not src or not dst:
                     continue
-                call = float(call_ms[np.ix_(src, dst)].mean())
+                cost = call_ms[np.ix_([index[n] for n in src], [index[n] for n in dst])]
+                call = float((cost * pair_weights(state, src, dst, routing)).sum())
                 slowest = max(slowest, call + time_of(dep.target, (*stack, workload)))
             memo[workload] = slowest
             return slowest
@@ -152,7 +180,7 @@ class TransferModel:
     """What one user request's calls cost in cross-zone and cross-region traffic (docs/evaluation.md).
 
     Every dependency is called once per request with ``bytes_per_call`` (request + response); with
-    replicas the bytes split evenly over the (caller pod, callee pod) pairs (uniform load balancing).
+    replicas the bytes split over the (caller pod, callee pod) pairs as requests do (``pair_weights``).
     Bytes between two zones, or two regions, are billed per GB at the given prices. Defaults are
     *examples* of public-cloud list prices (AWS: data transfer between availability zones $0.01/GB in
     each direction, so $0.02/GB for a call's bytes; between regions from $0.02/GB) — set your own.
@@ -171,7 +199,8 @@ class TransferCost:
     usd: float
 
 
-def transfer_cost(state: ClusterState, groups: Sequence[AppGroupSpec], model: TransferModel) -> TransferCost:
+def transfer_cost(state: ClusterState, groups: Sequence[AppGroupSpec], model: TransferModel,
+                  routing: str = "uniform") -> TransferCost:
     """Cross-zone and cross-region GB (and USD) per ``model.requests`` requests of the placement."""
     zone_gb = region_gb = 0.0
     gb_per_call = model.bytes_per_call * model.requests / 1e9
@@ -184,19 +213,19 @@ def transfer_cost(state: ClusterState, groups: Sequence[AppGroupSpec], model: Tr
                 dst = state.placements.get((group.namespace, group.name, dep.target), ())
                 if not dst:
                     continue
-                pairs = len(src) * len(dst)
-                cross_zone = cross_region = 0
-                for a in src:
+                share = pair_weights(state, src, dst, routing)
+                cross_zone = cross_region = 0.0
+                for i, a in enumerate(src):
                     na = state.nodes.get(a)
-                    for b in dst:
+                    for j, b in enumerate(dst):
                         nb = state.nodes.get(b)
                         if na is None or nb is None:
                             continue
                         if na.region != nb.region:
-                            cross_region += 1
+                            cross_region += share[i, j]
                         elif na.zone != nb.zone:
-                            cross_zone += 1
-                zone_gb += gb_per_call * cross_zone / pairs
-                region_gb += gb_per_call * cross_region / pairs
+                            cross_zone += share[i, j]
+                zone_gb += gb_per_call * cross_zone
+                region_gb += gb_per_call * cross_region
     usd = zone_gb * model.cross_zone_usd_per_gb + region_gb * model.cross_region_usd_per_gb
     return TransferCost(zone_gb, region_gb, usd)

@@ -13,6 +13,7 @@ import numpy as np
 
 from apps.appgroups.graph import AppGroupSpec
 from apps.probes.scenario import Scenario, ScenarioError, load_scenario
+from apps.scheduler.scoring.plans import survives_zone_loss
 from apps.scheduler.scoring.state import ClusterState
 
 from .adapter import (
@@ -25,6 +26,7 @@ from .adapter import (
 )
 from .certified import CertifiedOptimum, certified_optimum
 from .metrics import (
+    ROUTINGS,
     LatencyModel,
     TransferModel,
     network_metrics,
@@ -112,6 +114,12 @@ class ProfileResult:
     per_seed_average: tuple[float, ...]
     seconds: float
     replay: ReplayResult | None = None  # with a topology change (``evaluate(degrade=...)``)
+    # Arrival orders in which every AppGroup survives the loss of any one zone (plans.survives_zone_loss),
+    # and how often each zone's loss broke one.
+    zone_loss_survived: int = 0
+    zone_loss_breaking: Mapping[str, int] = field(default_factory=dict)
+    # ... and in which, after any one zone's loss, every workload still has a zone holding its whole call chain.
+    zone_loss_cells: int = 0
 
 
 @dataclass(frozen=True)
@@ -131,6 +139,10 @@ class EvaluationReport:
     paper_table5_scores: Mapping[str, float] = field(default_factory=dict)
     seconds: float = 0.0
     degradation: str = ""  # the topology change replayed after all pods are placed ("" = none)
+    # --min-zones / --min-replicas: the AppGroups were changed so (0: as given).
+    min_zones: int = 0
+    min_replicas: int = 0
+    routing: str = "uniform"  # metrics.ROUTINGS: how latency and transfer spread calls over replicas
 
     def profile(self, name: str) -> ProfileResult:
         for result in self.profiles:
@@ -193,6 +205,36 @@ def zone_placement_score(state: ClusterState, groups: Sequence[AppGroupSpec],
     return network_metrics(replace(state, placements=placements), groups).average
 
 
+def with_high_availability(groups: Sequence[AppGroupSpec], *, min_zones: int = 0, min_replicas: int = 0
+                           ) -> tuple[AppGroupSpec, ...]:
+    """The AppGroups with ``spec.minZones`` set to ``min_zones`` and every workload given at least
+    ``max(min_zones, min_replicas)`` replicas (so the no-HA baseline of a comparison has the same pods)."""
+    floor = max(min_zones, min_replicas, 1)
+    out = []
+    for group in groups:
+        workloads = tuple(replace(w, replicas=max(w.replicas, floor)) if w.replicas > 0 else w
+                          for w in group.workloads)
+        out.append(replace(group, workloads=workloads, min_zones=min_zones or group.min_zones))
+    return tuple(out)
+
+
+def zone_loss(state: ClusterState, groups: Sequence[AppGroupSpec], zones: Sequence[str], *, chains: bool = False
+              ) -> tuple[bool, set[str]]:
+    """Whether every AppGroup of a final state survives the loss of any one zone (``chains``: with complete
+    call chains in one zone), and the zones whose loss breaks one."""
+    breaking: set[str] = set()
+    for group in groups:
+        counts: dict[str, dict[str, int]] = {}
+        for workload in group.workloads:
+            for node in state.placements.get((group.namespace, group.name, workload.name), ()):
+                res = state.nodes.get(node)
+                if res is not None:
+                    where = counts.setdefault(workload.name, {})
+                    where[res.zone] = where.get(res.zone, 0) + 1
+        breaking.update(survives_zone_loss(group, counts, zones, chains=chains)[1])
+    return not breaking, breaking
+
+
 def load_inputs(scenario_path: str | Path, appgroup_path: str | Path) -> tuple[Scenario, tuple[AppGroupSpec, ...]]:
     path = Path(scenario_path)
     if not path.is_file():
@@ -221,6 +263,9 @@ def evaluate(
     memory_limit: int | None = None,
     extender_profiles: Mapping[str, Any] | None = None,
     degrade: Degradation | None = None,
+    min_zones: int = 0,
+    min_replicas: int = 0,
+    routing: str = "uniform",
 ) -> EvaluationReport:
     """``degrade``: once every pod is placed, that zone pair's link degrades; each profile's result then
     carries ``replay`` (rebalancer off vs on, ``replay.py``)."""
@@ -233,6 +278,12 @@ def evaluate(
     names = [p.name for p in parsed]
     if len(set(names)) != len(names):
         raise EvaluationInputError(f"profiles: {names} names a profile twice")
+    if routing not in ROUTINGS:
+        raise EvaluationInputError(f"routing: must be one of {', '.join(ROUTINGS)}, got {routing!r}")
+    if min_zones < 0 or min_replicas < 0:
+        raise EvaluationInputError("min zones and min replicas must be >= 0")
+    if min_zones or min_replicas:
+        groups = with_high_availability(groups, min_zones=min_zones, min_replicas=min_replicas)
     state0 = initial_state(scenario, groups)
     for group in groups:
         for workload in group.workloads:
@@ -262,6 +313,8 @@ def evaluate(
         per_workload: dict[str, list[float]] = {}
         worst: Counter[str] = Counter()
         seeds_in: Counter[str] = Counter()
+        breaking: Counter[str] = Counter()
+        survived = cells = 0
         unscheduled = 0
         replays: list[ReplayOutcome] = []
         for seed in range(first_seed, first_seed + seeds):
@@ -269,8 +322,8 @@ def evaluate(
             metrics = network_metrics(run.final_state, groups)
             averages.append(metrics.average)
             totals.append(metrics.total)
-            latencies.append(request_latency_ms(run.final_state, groups, call_ms))
-            cost = transfer_cost(run.final_state, groups, transfer)
+            latencies.append(request_latency_ms(run.final_state, groups, call_ms, routing))
+            cost = transfer_cost(run.final_state, groups, transfer, routing)
             dollars.append(cost.usd)
             region_gb.append(cost.cross_region_gb)
             counts = pods_per_zone(run.final_state, zones)
@@ -285,6 +338,10 @@ def evaluate(
             unscheduled += len(run.unscheduled)
             if changed is not None:
                 replays.append(replay(run.final_state, groups, changed, latency_model=model, transfer_model=transfer))
+            ok, broken = zone_loss(run.final_state, groups, zones)
+            survived += ok
+            breaking.update(broken)
+            cells += zone_loss(run.final_state, groups, zones, chains=True)[0]
         workload_stats = {k: Stat.of(v) for k, v in sorted(per_workload.items())}
         worst_name = min(workload_stats, key=lambda k: workload_stats[k].mean) if workload_stats else ""
         avg = Stat.of(averages)
@@ -302,6 +359,7 @@ def evaluate(
             seeds_with_pods_in={z: seeds_in.get(z, 0) for z in zones}, unscheduled_pods=unscheduled,
             per_seed_average=tuple(averages), seconds=time.perf_counter() - t0,
             replay=ReplayResult.of(replays) if replays else None,
+            zone_loss_survived=survived, zone_loss_breaking=dict(sorted(breaking.items())), zone_loss_cells=cells,
         ))
     table5 = {name: zone_placement_score(state0, groups, zones_) for name, zones_ in PAPER_TABLE5.items()}
     return EvaluationReport(
@@ -310,6 +368,7 @@ def evaluate(
         first_seed=first_seed, pods=len(pods), zones=tuple(zones), profiles=tuple(results), optimum=optimum,
         latency_model=model, transfer_model=transfer, seconds=time.perf_counter() - started,
         degradation=degrade.describe() if degrade is not None else "",
+        min_zones=min_zones, min_replicas=min_replicas, routing=routing,
     )
 
 
@@ -325,6 +384,9 @@ def run_evaluation(
     memory_limit: int | None = None,
     profile_file: str | Path | None = None,
     degrade: str | None = None,
+    min_zones: int = 0,
+    min_replicas: int = 0,
+    routing: str = "uniform",
 ) -> EvaluationReport:
     """The whole evaluation from files (what ``manage.py evaluate`` and the dashboard call).
     ``time_limit`` (s) and ``memory_limit`` (bytes; None: no limit, solved in this process) bound the
@@ -340,7 +402,8 @@ def run_evaluation(
     extender_profiles = load_profiles(profile_file) if profile_file is not None else None
     return evaluate(scenario, groups, profiles=profiles, seeds=seeds, first_seed=first_seed,
                     with_optimum=with_optimum, time_limit=time_limit, memory_limit=memory_limit,
-                    extender_profiles=extender_profiles, degrade=degradation)
+                    extender_profiles=extender_profiles, degrade=degradation, min_zones=min_zones,
+                    min_replicas=min_replicas, routing=routing)
 
 
 # --------------------------------------------------------------------------- presentation
@@ -355,7 +418,7 @@ def _pm(stat: Stat, digits: int = 1) -> str:
 def format_table(report: EvaluationReport) -> str:
     zones = report.zones
     header = ["profile", "avg score", "total score", "% of optimum", "worst order %", "latency ms",
-              f"transfer $/{report.transfer_model.requests // 1_000_000}M req",
+              f"transfer $/{report.transfer_model.requests // 1_000_000}M req", "survives a zone loss", "in-zone chains",
               *[f"pods {z}" for z in zones], "worst workload", "paper avg", "paper Table 5 re-scored"]
     rows = []
     for r in report.profiles:
@@ -365,7 +428,8 @@ def format_table(report: EvaluationReport) -> str:
             f"{100 * r.fraction_of_optimum:.1f}" if r.fraction_of_optimum == r.fraction_of_optimum else "n/a",
             f"{100 * r.worst_fraction_of_optimum:.1f}" if r.worst_fraction_of_optimum == r.worst_fraction_of_optimum
             else "n/a",
-            _pm(r.latency_ms), _pm(r.transfer_usd, 2), *[_pm(r.pods_per_zone[z]) for z in zones],
+            _pm(r.latency_ms), _pm(r.transfer_usd, 2), f"{r.zone_loss_survived}/{report.seeds}",
+            f"{r.zone_loss_cells}/{report.seeds}", *[_pm(r.pods_per_zone[z]) for z in zones],
             f"{r.worst_workload} ({r.worst_workload_score:.1f})" if r.worst_workload else "-",
             f"{paper:.1f}" if paper is not None else "-",
             f"{report.paper_table5_scores[r.profile]:.1f}" if r.profile in report.paper_table5_scores else "-",
@@ -380,6 +444,12 @@ def format_table(report: EvaluationReport) -> str:
     out.append(f"scenario {report.scenario}, AppGroups {', '.join(report.appgroups)}, {report.pods} pods, "
                f"{report.seeds} arrival orders (seeds {report.first_seed}..{report.first_seed + report.seeds - 1}), "
                f"{report.seconds:.1f} s")
+    if report.routing != "uniform":
+        out.append(f"latency and transfer with {report.routing} routing (calls stay in the caller's zone when "
+                   "the callee has a pod there)")
+    if report.min_zones or report.min_replicas:
+        out.append(f"changed for this run: spec.minZones {report.min_zones or 'as given'}, every workload at least "
+                   f"{max(report.min_zones, report.min_replicas, 1)} replicas")
     if report.optimum is not None:
         opt = report.optimum
         out.append(f"{opt.message} [{opt.bins} bins{'' if opt.uniform else ', links not uniform in a bin'}; "

@@ -118,7 +118,21 @@ _POD_FIELDS = tuple(f.name for f in fields(PodInfo))
 
 def _pod_key(pod: PodInfo) -> tuple[Any, ...] | None:
     """Every PodInfo field (mappings as sorted items): anything a scorer could read. None when a
-    value is unhashable (then nothing is memoized)."""
+    value is unhashable (then nothing is memoized). Kept on the PodInfo itself (it is immutable, and
+    the wire interner hands filter and prioritize of one pod the same object), so sorting its labels
+    and annotations happens once per pod, not once per call."""
+    known = pod.__dict__.get("_memo_key", _UNSET)
+    if known is not _UNSET:
+        return cast("tuple[Any, ...] | None", known)
+    key = _pod_fields_key(pod)
+    pod.__dict__["_memo_key"] = key  # frozen: bypass __setattr__; not a field, so eq/hash ignore it
+    return key
+
+
+_UNSET = object()
+
+
+def _pod_fields_key(pod: PodInfo) -> tuple[Any, ...] | None:
     try:
         key = tuple(tuple(sorted(v.items())) if isinstance(v, Mapping) else v
                     for v in (getattr(pod, name) for name in _POD_FIELDS))
@@ -195,8 +209,15 @@ def _verdicts(ctx: Context, parsed: ParsedProfile) -> tuple[dict[str, str], dict
         soft, hard = plugin.filter(ctx, args)
         # hard topology mode (the profile's or the AppGroup's): a real filter
         required = plugin.hard_mode is not None and plugin.hard_mode(ctx, args)
-        target = steering if plugin.steering and not required else (
-            unresolvable if plugin.unresolvable else failed)
+        real = unresolvable if plugin.unresolvable else failed
+        if plugin.steering and not required:
+            # A steering plugin's first map holds constraints that always count (minZones, zone spread).
+            for node, reason in soft.items():
+                if node not in failed and node not in unresolvable:
+                    real[node] = reason
+            soft, target = {}, steering
+        else:
+            target = real
         for node, reason in {**soft, **hard}.items():
             if node not in failed and node not in unresolvable:
                 target[node] = reason

@@ -43,7 +43,17 @@ from .network_score import DEFAULT_SAME_NODE_SCORE, pair_scores
 from .state import ClusterState, NodeResources, evolve
 
 DEFAULT_BUDGET_S = 0.050
-OBJECTIVES = ("network-score", "network-cost")
+# What a plan maximises (a ``plan`` argument of the profile): the paper's network score (default), the KEP's
+# network cost, the modelled call time (latency: RTT + 4 KiB at the bandwidth + loss x RTO per packet, as the
+# evaluation's LatencyModel) or cross-zone / cross-region transfer (bytes x TRANSFER_USD_PER_GB); each as a
+# 0..1 benefit per zone pair (1 = free), weighted per dependency as the score is (traffic-weighted with weights).
+OBJECTIVES = ("network-score", "network-cost", "latency", "transfer-cost")
+# Example prices per GB (AWS list prices: $0.01/GB each way between zones, from $0.02/GB between regions);
+# only their ratio matters to the plan. docs/evaluation.md "Transfer cost".
+TRANSFER_USD_PER_GB = {"zone": 0.02, "region": 0.02}
+CALL_BYTES = 4 * 1024
+CALL_PACKETS = 4  # ceil(4 KiB / 1448) + the request's own packet
+RTO_MS = 200.0
 # soft: the plan is a preference; zone / region: the whole AppGroup in one zone / region, or its pods wait.
 MODES = TOPOLOGY_MODES
 _STRICTNESS = {"soft": 0, "region": 1, "zone": 2}  # one zone implies one region
@@ -163,13 +173,23 @@ def _block_means(matrix: np.ndarray, zones: _Zones, *, diagonal: float) -> np.nd
 
 def _zone_scores(state: ClusterState, zones: _Zones, sensitivity: Sensitivity) -> np.ndarray:
     """Mean ComputeScore between the sampled nodes of every zone pair (same-node pairs left out,
-    unless a zone has one node: then its pods share it)."""
+    unless a zone has one node: then its pods share it). A function of the topology and the
+    samples only (not of what is bound), so it is kept on the state's places, which hold while the
+    topology and every node's zone do: a plan recomputed after binds does not score them again."""
     nz = len(zones.names)
     everything = np.concatenate(zones.samples) if nz else np.zeros(0, dtype=np.int64)
     if state.topology.size == 0 or everything.size == 0:
         return np.zeros((nz, nz))
+    derived = state.indexes.places.derived
+    key = ("zone-scores", sensitivity, zones.names, tuple(z.size for z in zones.samples), everything.tobytes())
+    known: np.ndarray | None = derived.get(key)
+    if known is not None:
+        return known
     matrix = pair_scores(state.indexes.vectors, everything, everything, sensitivity)
-    return cast(np.ndarray, np.nan_to_num(_block_means(matrix, zones, diagonal=DEFAULT_SAME_NODE_SCORE), nan=0.0))
+    out = cast(np.ndarray, np.nan_to_num(_block_means(matrix, zones, diagonal=DEFAULT_SAME_NODE_SCORE), nan=0.0))
+    out.setflags(write=False)
+    derived[key] = out
+    return out
 
 
 def _zone_costs(state: ClusterState, zones: _Zones) -> np.ndarray:
@@ -187,6 +207,38 @@ def _zone_costs(state: ClusterState, zones: _Zones) -> np.ndarray:
             elif ra and rb and ra != rb:
                 out[a, b] = topo.region_costs.get((ra, rb), float(MAX_COST))
     return out
+
+
+def _zone_call_ms(state: ClusterState, zones: _Zones) -> np.ndarray:
+    """Modelled time of one call between the zones' sampled nodes (the evaluation's latency model; an
+    unmeasured pair counts as 100 ms, 1 Mbit/s, 10 % loss; a one-node zone talks over loopback)."""
+    everything = np.concatenate(zones.samples) if zones.samples else np.zeros(0, dtype=np.int64)
+    topo = state.topology
+    ix = np.ix_(everything, everything)
+    lat = np.nan_to_num(topo.latency_ms[ix], nan=100.0)
+    bw = np.nan_to_num(topo.bandwidth_mbps[ix], nan=1.0)
+    loss = np.nan_to_num(topo.loss_pct[ix], nan=10.0) / 100.0
+    call = lat + CALL_BYTES * 8 / (np.maximum(bw, 1e-3) * 1e6) * 1e3 + CALL_PACKETS * loss * RTO_MS
+    return _block_means(call, zones, diagonal=0.05)
+
+
+def _zone_transfer_usd(zones: _Zones) -> np.ndarray:
+    """Price per GB between zones: 0 inside one, TRANSFER_USD_PER_GB's zone or region price otherwise."""
+    regions = np.array(zones.regions, dtype=object)
+    same_region = regions[:, None] == regions[None, :]
+    out = np.where(same_region, TRANSFER_USD_PER_GB["zone"], TRANSFER_USD_PER_GB["region"])
+    np.fill_diagonal(out, 0.0)
+    prices: np.ndarray = out.astype(np.float64)
+    return prices
+
+
+def _benefit(cost: np.ndarray) -> np.ndarray:
+    """A cost matrix as a 0..1 benefit (1 = free, 0 = the costliest known pair; unknown pairs 0)."""
+    top = float(np.nanmax(cost)) if np.isfinite(cost).any() else 0.0
+    if top <= 0:
+        return np.ones_like(cost)
+    benefit: np.ndarray = np.nan_to_num(1.0 - cost / top, nan=0.0)
+    return benefit
 
 
 def _zone_bandwidth_mbps(state: ClusterState, zones: _Zones) -> np.ndarray:
@@ -208,6 +260,7 @@ class _Problem:
     forbidden: list[tuple[int, int, int, int]]  # (u, z1, d, z2): t[u, z1] > 0 and t[d, z2] > 0 not allowed
     diagnosis: list[str]
     sensitivities: list[Sensitivity] = field(default_factory=list)  # per edge (node-level refinement)
+    cell: np.ndarray | None = None  # per workload, its cell (the cell model of minZones; else None)
 
     def __post_init__(self) -> None:
         nz = self.placed.shape[1]
@@ -262,12 +315,16 @@ def _problem(state: ClusterState, group: AppGroupSpec, objective: str,
         d.max_network_cost is not None for _, _, d, _ in raw) else None
     bandwidth = _zone_bandwidth_mbps(state, zones) if any(d.min_bandwidth_bps for _, _, d, _ in raw) else None
     score_cache: dict[Sensitivity, np.ndarray] = {}
+    fixed = (_benefit(_zone_call_ms(state, zones)) if objective == "latency" and raw else
+             _benefit(_zone_transfer_usd(zones)) if objective == "transfer-cost" and raw else None)
     edges: list[tuple[int, int, np.ndarray, float]] = []
     forbidden: list[tuple[int, int, int, int]] = []
     for u, d, dep, weight in raw:
         if objective == "network-cost":
             assert costs is not None
             matrix = 1.0 - np.minimum(costs, MAX_COST) / float(MAX_COST)
+        elif fixed is not None:
+            matrix = fixed
         else:
             if dep.sensitivity not in score_cache:
                 score_cache[dep.sensitivity] = _zone_scores(state, zones, dep.sensitivity)
@@ -295,6 +352,135 @@ def _value(problem: _Problem, t: np.ndarray) -> float:
     if not problem.edges:
         return 0.0
     return float(np.einsum("ez,ezy,ey->", t[problem.us], problem.weighted, t[problem.ds]))
+
+
+# ------------------------------------------------------------------------------------------- cells
+
+# In the cell model every pair of copies keeps its edge (so the model's value is the uniform one the
+# evaluation and the network score measure) and the pairs inside a cell count this much more: among
+# equally good plans, the one whose zones hold complete call chains (what PreferClose routing keeps in zone).
+CELL_BONUS = 0.25
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """High availability (``minZones``) as *cells*: a workload that must span k zones is split into k
+    copies (its replicas shared out), a dependency's cell pairs are cell c of the caller and cell c of the
+    callee (or its only copy when that one is exempt), and two copies of one
+    workload may never share a zone. The ordinary planner then packs each cell as it packs an AppGroup:
+    into one zone where it fits, so every zone a workload uses also holds the chain it calls, and
+    Services with ``trafficDistribution: PreferClose`` keep the traffic there. The cell model scores
+    every pair of pods (uniform routing, as the network score does), in-cell pairs CELL_BONUS more."""
+
+    problem: _Problem  # the split model
+    owner: np.ndarray  # (W',) original workload of each copy
+
+    def merge(self, x: np.ndarray) -> np.ndarray:
+        """Pod counts of the copies (W', Z) summed back per original workload (W, Z)."""
+        out = np.zeros((int(self.owner.max(initial=-1)) + 1, x.shape[1]))
+        np.add.at(out, self.owner, x)
+        return out
+
+    def on(self, zones: _Zones) -> _Problem:
+        """The split model over ``zones`` (the packing rounds shrink the zones' free room)."""
+        return self.problem if zones is self.problem.zones else replace(self.problem, zones=zones)
+
+
+def _cells(problem: _Problem, min_zones: Sequence[int]) -> _Cells | None:
+    """The cell model of ``problem`` for per-workload ``min_zones`` (capped at the cluster's zones and
+    the replicas), or None when no workload asks for more than one zone."""
+    nw, nz = problem.placed.shape
+    ks = [max(1, min(int(k), nz, int(problem.replicas[w]))) for w, k in enumerate(min_zones)]
+    if nw == 0 or max(ks, default=1) < 2:
+        return None
+    owner: list[int] = []
+    first: list[int] = []  # index of each workload's first copy
+    sizes: list[int] = []
+    placed_rows: list[np.ndarray] = []
+    for w, k in enumerate(ks):
+        first.append(len(owner))
+        r = int(problem.replicas[w])
+        share = [r // k + (1 if c < r % k else 0) for c in range(k)]
+        placed = np.zeros((k, nz))
+        left = list(share)
+        # Pods already bound: each zone's pods to the copy with the most room left (a zone, one cell).
+        for z in np.argsort(-problem.placed[w], kind="stable").tolist():
+            n = int(problem.placed[w, z])
+            while n > 0:
+                c = int(np.argmax(left)) if max(left) > 0 else 0
+                take = n if left[c] <= 0 else min(n, left[c])
+                placed[c, z] += take
+                left[c] -= take
+                n -= take
+        for c in range(k):
+            owner.append(w)
+            sizes.append(max(share[c], int(placed[c].sum())))
+            placed_rows.append(placed[c])
+    own = np.array(owner, dtype=np.int64)
+    placed_all = np.array(placed_rows, dtype=np.float64).reshape(len(owner), nz)
+    replicas = np.array(sizes, dtype=np.float64)
+    slots = np.minimum(problem.slots[own], replicas[:, None])
+    edges: list[tuple[int, int, np.ndarray, float]] = []
+    sens: list[Sensitivity] = []
+    for e, (u, d, matrix, coef) in enumerate(problem.edges):
+        ku, kd = ks[u], ks[d]
+        same_cell = {(first[u] + c, first[d] + (c % kd)) for c in range(ku)} if ku >= kd else \
+            {(first[u] + (c % ku), first[d] + c) for c in range(kd)}
+        for a in range(first[u], first[u] + ku):
+            for b in range(first[d], first[d] + kd):
+                edges.append((a, b, matrix, coef * (1.0 + CELL_BONUS if (a, b) in same_cell else 1.0)))
+                if problem.sensitivities:
+                    sens.append(problem.sensitivities[e])
+    forbidden = [(a, z1, b, z2) for (u, z1, d, z2) in problem.forbidden
+                 for a in range(first[u], first[u] + ks[u]) for b in range(first[d], first[d] + ks[d])]
+    for w, k in enumerate(ks):
+        for c1 in range(k):
+            for c2 in range(c1 + 1, k):
+                forbidden.extend((first[w] + c1, z, first[w] + c2, z) for z in range(nz))
+    names = [f"{problem.names[w]}#{c}" if ks[w] > 1 else problem.names[w]
+             for w, k in enumerate(ks) for c in range(k)]
+    cell = np.array([c for k in ks for c in range(k)], dtype=np.int64)
+    split = _Problem(problem.group, problem.zones, names, problem.demand[own], replicas, placed_all, slots, edges,
+                     forbidden, [], sens, cell)
+    return _Cells(split, own)
+
+
+def spread_zones(counts: Mapping[str, int], zone: str, left: int, min_zones: int) -> bool:
+    """Can a workload with pods per zone ``counts`` still span ``min_zones`` zones once one more pod goes
+    to ``zone`` and ``left`` pods follow (each of them able to open a new zone)?"""
+    used = {z for z, n in counts.items() if n > 0} | {zone}
+    return len(used) + max(left, 0) >= min_zones
+
+
+def _served(name: str, lost: str, zones_of: Mapping[str, Mapping[str, int]], calls: Mapping[str, list[str]],
+            served: dict[str, set[str]], stack: tuple[str, ...]) -> set[str]:
+    """Zones other than ``lost`` where ``name`` runs together with (recursively) all it calls; in a
+    cycle, a member already on the ``stack`` counts as served where it runs."""
+    if name in served:
+        return served[name]
+    here = {z for z, n in zones_of.get(name, {}).items() if n > 0 and z != lost}
+    for target in calls.get(name, ()):
+        if target not in stack:
+            here &= _served(target, lost, zones_of, calls, served, (*stack, name))
+    served[name] = here
+    return here
+
+
+def survives_zone_loss(group: AppGroupSpec, zones_of: Mapping[str, Mapping[str, int]], zones: Sequence[str], *,
+                       chains: bool = False) -> tuple[bool, tuple[str, ...]]:
+    """Does ``group`` survive the loss of any one of ``zones``: every workload keeps a replica in a
+    surviving zone (so every call still has a callee). With ``chains``, the stricter cell property: that
+    zone also holds (recursively) every dependency it calls, so each request can stay in one zone.
+    Also the zones whose loss breaks it."""
+    names = [w.name for w in group.workloads if w.replicas > 0]
+    calls = {w.name: [d.target for d in w.dependencies if d.target in names and d.target != w.name]
+             for w in group.workloads} if chains else {}
+    breaking: list[str] = []
+    for lost in zones:
+        served: dict[str, set[str]] = {}
+        if any(not _served(name, lost, zones_of, calls, served, ()) for name in names):
+            breaking.append(lost)
+    return not breaking, tuple(breaking)
 
 
 # ------------------------------------------------------------------------------------------- MILP
@@ -432,6 +618,14 @@ def _allowed(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
     return ok
 
 
+def _violates(problem: _Problem, t: np.ndarray) -> bool:
+    """Do the pod counts ``t`` use a forbidden pair of zones (pods already bound there excepted)?"""
+    fu, fz1, fd, fz2 = problem.forbid
+    both = (t[fu, fz1] > 0) & (t[fd, fz2] > 0)
+    bound = (problem.placed[fu, fz1] > 0) & (problem.placed[fd, fz2] > 0)
+    return bool((both & ~bound).any())
+
+
 def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None, deadline: _Deadline | None = None
             ) -> np.ndarray:
     """Pods one by one in ``order``, each to the zone gaining most that still has room; the first
@@ -509,25 +703,38 @@ def _components(problem: _Problem) -> np.ndarray:
 def _move_part(problem: _Problem, x: np.ndarray, count: np.ndarray, deadline: _Deadline) -> np.ndarray | None:
     """The best improving move of a whole connected part (in a joint plan: an AppGroup) — all its new
     pods — into one zone that holds them, or None. Moving one workload at a time cannot leave a zone a
-    tenant shares with another for a zone of its own: each single move splits it first (issue 20)."""
-    if problem.forbidden or not problem.edges:
+    tenant shares with another for a zone of its own: each single move splits it first (issue 20). In
+    the cell model (minZones) a part's cells move: one cell to a zone, or its first two cells to two zones."""
+    if not problem.edges:
         return None
     component = _components(problem)
     current = _value(problem, problem.placed + x)
+    nz = problem.placed.shape[1]
     best, best_gain = None, 1e-9
     for part in sorted(set(component[count > 0].tolist())):
         members = np.flatnonzero((component == part) & (count > 0))
-        for z in range(problem.placed.shape[1]):
-            if (x[members, z] == count[members]).all():
+        moves: list[list[tuple[np.ndarray, int]]]
+        if problem.cell is None:
+            moves = [[(members, z)] for z in range(nz)]
+        else:
+            cells = [members[problem.cell[members] == c] for c in sorted(set(problem.cell[members].tolist()))]
+            moves = [[(cell, z)] for cell in cells for z in range(nz)]
+            if len(cells) >= 2:
+                moves += [[(cells[0], z1), (cells[1], z2)] for z1 in range(nz) for z2 in range(nz) if z1 != z2]
+        for move in moves:
+            if all((x[group, z] == count[group]).all() for group, z in move):
                 continue  # already there
             deadline.spend(CALL_OVERHEAD * 6 + 2.0 * problem.weighted.size)
             trial = x.copy()
-            trial[members] = 0
-            trial[members, z] = count[members]
+            for group, z in move:
+                trial[group] = 0
+                trial[group, z] = count[group]
             if ((problem.zones.free - trial.T @ problem.demand) < 0).any() or (trial > problem.slots).any():
                 continue
+            if problem.forbidden and _violates(problem, problem.placed + trial):
+                continue
             gain = _value(problem, problem.placed + trial) - current
-            if gain > best_gain and _zone_packs(problem, trial, z):
+            if gain > best_gain and all(_zone_packs(problem, trial, z) for _group, z in move):
                 best, best_gain = trial, gain
     return best
 
@@ -676,6 +883,10 @@ def _solve_heuristic(problem: _Problem, deadline: _Deadline, *, must_finish: boo
         float(problem.demand[:, 1].max(initial=0.0)), 1.0)
     orders = [sorted(range(nw), key=lambda w: (-size[w], -degree[w])),
               sorted(range(nw), key=lambda w: (-degree[w], -size[w]))]
+    if problem.cell is not None:  # cell by cell: each cell packs like a whole AppGroup, the next beside it
+        cell = problem.cell
+        orders = [sorted(range(nw), key=lambda w: (int(cell[w]), -degree[w], -size[w])),
+                  sorted(range(nw), key=lambda w: (int(cell[w]), -size[w], -degree[w])), *orders]
     anchors: list[int | None] = [None]
     if not problem.placed.any():
         room = problem.zones.free[:, 0]
@@ -795,14 +1006,22 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
         return PlacementPlan(label, _plan_id(group, {}), "none", objective, float("nan"),
                              (time.perf_counter() - started) * 1e3, {}, {}, {}, (note,), reason)
     diagnosis = list(problem.diagnosis)
+    spec_of = {w.name: w for w in group.workloads}
+    cells = _cells(problem, [group.min_zones_of(spec_of[n]) for n in problem.names]) if mode != "zone" else None
+    if mode == "zone" and any(group.min_zones_of(w) > 1 for w in group.workloads):
+        diagnosis.append("zone mode keeps the AppGroup in one zone: its minZones cannot hold")
+
+    def solve(p: _Problem, deadline: _Deadline, notes: list[str]) -> np.ndarray:
+        """New pods per workload and zone for ``p`` (through its cell model when there is one)."""
+        target = p if cells is None else cells.on(p.zones)
+        x = _solve_in_one_domain(target, mode, deadline, notes) if mode != "soft" else _solve_heuristic(target, deadline)
+        return x if cells is None else cells.merge(x)
+
     # The heuristic always answers (40 % of the work budget at most; it usually needs far less); the
     # MILP is charged a fixed 20 % (its result only counts when proven optimal, so it is the same on
     # every machine unless its wall-time safety net cuts it); the rest places each zone's pods on nodes.
     method = "heuristic"
-    if mode != "soft":
-        x = _solve_in_one_domain(problem, mode, total.child(0.6, wall_slack), diagnosis)
-    else:
-        x = _solve_heuristic(problem, total.child(0.4, wall_slack))
+    x = solve(problem, total.child(0.6 if mode != "soft" else 0.4, wall_slack), diagnosis)
     # A zone's capacity counts as a whole, but pods go on nodes: when a zone's planned pods do not pack
     # into its nodes (best-fit decreasing), shrink that zone by what was left over and plan again.
     for _round in range(PACKING_ROUNDS):
@@ -813,17 +1032,19 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
         for z, leftover in short.items():
             free[z] = np.maximum(free[z] - leftover, 0.0)
         problem = replace(problem, zones=replace(problem.zones, free=free))
-        retry = (_solve_in_one_domain(problem, mode, total.child(0.5, wall_slack), [])
-                 if mode != "soft" else _solve_heuristic(problem, total.child(0.5, wall_slack)))
+        retry = solve(problem, total.child(0.5, wall_slack), [])
         if float(retry.sum()) >= float(x.sum()):
             x = retry
         else:
             break
-    if mode == "soft" and use_milp and len(problem.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
+    exact_model = problem if cells is None else cells.on(problem.zones)
+    if mode == "soft" and use_milp and len(exact_model.edges) * nz * nz <= MAX_MILP_PAIR_VARS:
         total.spend(0.2 * budget_s * WORK_PER_SECOND)
         cap = MILP_WALL_CAP_S if wall_slack == float("inf") else max(0.2 * budget_s * wall_slack, 0.003)
         try:
-            exact, timed_out = _solve_milp(problem, cap)
+            exact, timed_out = _solve_milp(exact_model, cap)
+            if exact is not None and cells is not None:
+                exact = cells.merge(exact)
         except (ValueError, RuntimeError) as exc:  # a solver error: the heuristic's plan stands, and says so
             exact, timed_out = None, False
             diagnosis.append(f"MILP failed ({exc}); heuristic plan used")
@@ -887,7 +1108,7 @@ def compute_joint_plans(*, state: ClusterState, groups: Sequence[AppGroupSpec], 
     def joint(g: AppGroupSpec, name: str) -> str:
         return f"{g.namespace}/{g.name}/{name}"
 
-    workloads = tuple(replace(w, name=joint(g, w.name), dependencies=tuple(
+    workloads = tuple(replace(w, name=joint(g, w.name), min_zones=g.min_zones_of(w), dependencies=tuple(
         replace(d, target=joint(g, d.target)) for d in w.dependencies)) for g in groups for w in g.workloads)
     combined = AppGroupSpec(first.namespace, first.name, workloads)
     placements = dict(state.placements)
@@ -1101,15 +1322,10 @@ class PlanBook:
             return "pods were placed since a plan that did not hold the whole AppGroup"
         need = demand_by_zone(plan, group, placed)
         if need:
-            free = {zone: [0, 0, 0] for zone in need}  # plain ints: this runs on every request
-            for node in state.nodes.values():
-                room = free.get(node.zone)
-                if room is not None:
-                    room[0] += max(node.allocatable_cpu_millicores - node.requested_cpu_millicores, 0)
-                    room[1] += max(node.allocatable_memory_bytes - node.requested_memory_bytes, 0)
-                    room[2] += max(MAX_PODS_PER_NODE - node.pod_count, 0)
+            # Summed once per node set and patched by each bind (indexes.ZoneRoom): this runs on every request.
+            free = state.indexes.zone_room.get(state.nodes, MAX_PODS_PER_NODE)
             for zone, amount in need.items():
-                if np.any(np.array(free[zone], dtype=np.float64) < amount):
+                if np.any(np.array(free.get(zone, (0, 0, 0)), dtype=np.float64) < amount):
                     return f"zone {zone or '(none)'} no longer has room for the plan's pods"
         return None
 
@@ -1162,6 +1378,19 @@ def _unpacked(problem: _Problem, x: np.ndarray) -> dict[int, np.ndarray]:
     return out
 
 
+def _zone_members(state: ClusterState) -> Mapping[str, tuple[str, ...]]:
+    """zone -> names of the cluster's nodes labelled with it, kept on the state's places (they hold
+    while no node is added, removed or moved to another zone), so a request does not scan every node."""
+    derived = state.indexes.places.derived
+    known: Mapping[str, tuple[str, ...]] | None = derived.get("zone-members")
+    if known is None:
+        by_zone: dict[str, list[str]] = {}
+        for name, node in state.nodes.items():
+            by_zone.setdefault(node.zone, []).append(name)
+        known = derived["zone-members"] = {zone: tuple(names) for zone, names in by_zone.items()}
+    return known
+
+
 def nodes_keeping_plan(state: ClusterState, plan: PlacementPlan, group: AppGroupSpec, workload: str,
                        candidates: Sequence[str]) -> np.ndarray | None:
     """Which ``candidates`` (nodes of the plan's zones) leave room for the rest of the plan's pods
@@ -1186,11 +1415,11 @@ def nodes_keeping_plan(state: ClusterState, plan: PlacementPlan, group: AppGroup
             rest.extend([demand[w]] * max(left, 0))
         if not rest or len(rest) > MAX_PACKING_PODS:
             return None  # nothing left to keep room for, or too much to check on a request
-        members = [n for n in state.nodes.values() if n.zone == zone]
-        if len(members) > MAX_PACKING_NODES:
+        names = _zone_members(state).get(zone, ())
+        if len(names) > MAX_PACKING_NODES:
             return None
+        members = [state.nodes[n] for n in names]
         pods = np.array(rest, dtype=np.float64).reshape(len(rest), 3)
-        names = [n.name for n in members]
         free = np.array([_free_row(n) for n in members], dtype=np.float64).reshape(len(members), 3)
         row = {n: k for k, n in enumerate(names)}
         for i in idx:

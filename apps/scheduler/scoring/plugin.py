@@ -203,7 +203,8 @@ class Plugin(Generic[A]):
 
     ``unresolvable``: its filter failures cannot be fixed by preempting pods on the node (network
     constraints). ``steering``: its filter narrows candidates but never leaves a pod without a node
-    on its own, unless the profile or AppGroup asks for a hard topology mode (``hard_mode``)."""
+    on its own, unless the profile or AppGroup asks for a hard topology mode (``hard_mode``); the first
+    map of a steering filter's result holds the rejections that count regardless (``minZones``)."""
 
     name: str
     args: type[A]

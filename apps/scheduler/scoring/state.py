@@ -31,6 +31,9 @@ class PodInfo:
     memory_request_bytes: int = 0
     # Network bandwidth the pod asks for (bits/s), e.g. from a bandwidth extended resource; 0 = none.
     bandwidth_request_bps: float = 0.0
+    # The smallest maxSkew of the pod's topologySpreadConstraints over topology.kubernetes.io/zone with
+    # whenUnsatisfiable: DoNotSchedule (0: none): a hard constraint the plan filter keeps as well.
+    zone_max_skew: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ def evolve(state: ClusterState, *, changed_nodes: Collection[str] | None = None,
     elif same_topology and usage is state.usage and changed_nodes is not None and all(
         _same_place_and_capacity(state.nodes.get(n), nodes.get(n)) for n in changed_nodes
     ):
-        prepared = old.with_requested(nodes[n] for n in changed_nodes)
+        prepared = old.with_requested([(state.nodes[n], nodes[n]) for n in changed_nodes])
     else:
         keep_places = same_topology and changed_nodes is not None and all(
             _same_place(state.nodes.get(n), nodes.get(n)) for n in changed_nodes)

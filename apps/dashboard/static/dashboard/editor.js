@@ -18,6 +18,7 @@
     description: ((meta.annotations || {})[DESCRIPTION]) || "",
     algorithm: (doc.spec || {}).topologySortingAlgorithm || "KahnSort",
     mode: (doc.spec || {}).topologyMode || "soft",
+    minZones: (doc.spec || {}).minZones ?? "",
     workloads: ((doc.spec || {}).workloads || []).map(w => ({
       extra: Object.fromEntries(Object.entries(w).filter(([k]) => !["name", "selector", "weight", "dependencies", "replicas"].includes(k))),
       name: w.name || "", weight: w.weight ?? 1, replicas: w.replicas ?? "",
@@ -42,9 +43,11 @@
   function toDocument() {
     const metadata = { namespace: model.namespace, name: model.name };
     if (model.description) metadata.annotations = { [DESCRIPTION]: model.description };
+    const spec = { topologySortingAlgorithm: model.algorithm, topologyMode: model.mode };
+    if (num(model.minZones) !== undefined) spec.minZones = num(model.minZones);
     return {
       apiVersion: doc.apiVersion || "netaware.io/v1alpha1", kind: doc.kind || "AppGroup", metadata,
-      spec: { topologySortingAlgorithm: model.algorithm, topologyMode: model.mode, workloads: model.workloads.map(w => {
+      spec: { ...spec, workloads: model.workloads.map(w => {
         const out = Object.assign({}, w.extra, { name: w.name, selector: selectorOf(w) });
         if (num(w.weight) !== undefined) out.weight = num(w.weight);
         if (num(w.replicas) !== undefined) out.replicas = num(w.replicas);
@@ -260,7 +263,8 @@
   }
 
   // --- wiring ---------------------------------------------------------------------------------
-  [["namespace", v => { model.namespace = v; }], ["name", v => { model.name = v; }], ["description", v => { model.description = v; }]].forEach(([name, set]) => {
+  [["namespace", v => { model.namespace = v; }], ["name", v => { model.name = v; }], ["description", v => { model.description = v; }],
+   ["minZones", v => { model.minZones = v; }]].forEach(([name, set]) => {
     const el = form.elements[name]; el.value = model[name]; el.addEventListener("input", () => { set(el.value); changed(); });
   });
   form.elements.algorithm.value = model.algorithm;

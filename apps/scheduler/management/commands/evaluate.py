@@ -43,6 +43,14 @@ class Command(BaseCommand):
                                  "transfer cost and moves with the rebalancer off vs on (docs/evaluation.md)")
         parser.add_argument("--memory-limit", default="2Gi",
                             help="memory the optimum's solver may add, a Kubernetes quantity (default 2Gi)")
+        parser.add_argument("--min-zones", type=int, default=0,
+                            help="high availability: set spec.minZones on every AppGroup (workloads get at least "
+                                 "that many replicas)")
+        parser.add_argument("--routing", choices=("uniform", "prefer-close"), default="uniform",
+                            help="how calls spread over the callee's replicas for latency and transfer: uniformly "
+                                 "(default) or prefer-close (Services with trafficDistribution: PreferClose)")
+        parser.add_argument("--min-replicas", type=int, default=0,
+                            help="give every workload at least this many replicas (the no-HA baseline of --min-zones)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         profiles = [p.strip() for p in str(options["profiles"]).split(",") if p.strip()]
@@ -62,12 +70,17 @@ class Command(BaseCommand):
             raise CommandError(f"--memory-limit: {exc}") from exc
         if memory_limit < 64 * 2**20:
             raise CommandError(f"--memory-limit must be at least 64Mi, got {options['memory_limit']!r}")
+        for flag in ("min_zones", "min_replicas"):
+            if not 0 <= options[flag] <= 64:
+                raise CommandError(f"--{flag.replace('_', '-')} must be between 0 and 64, got {options[flag]}")
         try:
             report = run_evaluation(
                 options["scenario"], options["appgroup"], profiles=profiles, seeds=options["seeds"],
                 first_seed=options["first_seed"], with_optimum=not options["no_optimum"],
                 time_limit=options["time_limit"], memory_limit=memory_limit,
                 profile_file=options.get("profile_file"), degrade=options.get("degrade"),
+                min_zones=options["min_zones"],
+                min_replicas=options["min_replicas"], routing=options["routing"],
             )
         except EvaluationInputError as exc:
             raise CommandError(str(exc)) from exc

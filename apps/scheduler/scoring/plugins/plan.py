@@ -128,10 +128,64 @@ def score_nodes(ctx: Context, args: PlanArgs) -> np.ndarray:
     return np.where(on_node, MAX_NODE_SCORE, np.where(in_zone, 0.75 * MAX_NODE_SCORE, 0.0))
 
 
+def _cluster_zones(state: ClusterState) -> frozenset[str]:
+    """The zones of the cluster's nodes (kept on the state's places, which hold while no node changes zone)."""
+    derived = state.indexes.places.derived
+    known = derived.get(("cluster-zones",))
+    if known is None or known[0] is not state.nodes:
+        known = (state.nodes, frozenset(n.zone for n in state.nodes.values() if n.zone))
+        derived[("cluster-zones",)] = known
+    zones: frozenset[str] = known[1]
+    return zones
+
+
+def spread_failures(ctx: Context) -> dict[str, str]:
+    """Candidates whose zone would break the workload's spread: ``minZones`` (the replicas still to
+    come could no longer reach that many zones) or the pod's own DoNotSchedule zone spread (maxSkew).
+    Hard, like kube-scheduler's PodTopologySpread: a plan or a network score never overrides them."""
+    ref = ctx.workload
+    group, workload = ref.group, ref.workload
+    wanted, skew = group.min_zones_of(workload), ctx.pod.zone_max_skew
+    if wanted <= 1 and skew <= 0:
+        return {}
+    zones = _cluster_zones(ctx.state)
+    by_zone, _ = placed_counts(ctx.state, group, workload.name)
+    bad: dict[str, str] = {}
+    wanted = min(wanted, len(zones), workload.replicas)
+    used = {z for z, n in by_zone.items() if n > 0}
+    left = workload.replicas - sum(by_zone.values()) - 1
+    if wanted > 1 and len(used) + 1 + max(left, 0) <= wanted:  # only a new zone keeps minZones reachable
+        for zone in used:
+            if not plans.spread_zones(by_zone, zone, left, wanted):
+                bad[zone] = (f"minZones {wanted}: {workload.name} already runs in zone {zone}; its remaining "
+                             f"{max(left, 0) + 1} pod(s) must open {wanted - len(used)} more zone(s)")
+    if skew > 0 and zones:
+        lowest = min(by_zone.get(z, 0) for z in zones)
+        for zone in zones:
+            if zone not in bad and by_zone.get(zone, 0) + 1 - lowest > skew:
+                bad[zone] = (f"topologySpreadConstraints (zone, maxSkew {skew}): zone {zone} would hold "
+                             f"{by_zone.get(zone, 0) + 1} pods of {workload.name}, the emptiest {lowest}")
+    if not bad:
+        return {}
+    names = ctx.candidates
+    out: dict[str, str] = {}
+    for zone, reason in bad.items():
+        for i in np.flatnonzero(_in_zones(ctx, frozenset((zone,)))).tolist():
+            out[names[i]] = reason
+    return out
+
+
 def filter_nodes(ctx: Context, args: PlanArgs) -> FilterResult:
     """Narrow to the plan's node(s) for the pod, else to the nodes of its zone(s) that leave room for
     the rest of the plan. Never depends on the plan alone: the pipeline ignores a steering filter
-    that would leave no node (the plan is stale or infeasible now)."""
+    that would leave no node (the plan is stale or infeasible now). The spread constraints
+    (``spread_failures``) come first in the answer: they always count."""
+    spread = spread_failures(ctx)
+    steer = _steer(ctx, args)
+    return spread, {n: r for n, r in steer.items() if n not in spread}
+
+
+def _steer(ctx: Context, args: PlanArgs) -> dict[str, str]:
     ref = ctx.workload
     on_node, in_zone, plan, zones = _masks(ctx, args)
     names = ctx.candidates
@@ -146,20 +200,20 @@ def filter_nodes(ctx: Context, args: PlanArgs) -> FilterResult:
     if mode == "soft" and not plan.informed:
         ctx.notes.append(f"plan {plan.plan_id}: no dependency or measured link tells zones apart; not steering")
         ctx.plan_info["followed"] = False
-        return {}, {}
+        return {}
     if not in_zone.any():
         ctx.notes.append(f"plan {plan.plan_id}: no candidate in its zone(s) ({', '.join(zones) or 'none left'})")
         if mode != "soft":  # hard mode: the pod waits, and says why
             why = "; ".join(plan.diagnosis) or f"no candidate node in its planned zone(s) {', '.join(zones)}"
             reason = f"topology mode {mode}: AppGroup {plan.appgroup} stays in one {mode}: {why}"
-            return {}, {name: reason for name in names}
-        return {}, {}
+            return {name: reason for name in names}
+        return {}
     outside = f"outside placement plan {plan.plan_id} (zone {', '.join(zones)})"
     failures = {names[i]: outside for i in np.flatnonzero(~in_zone).tolist()}
     if on_node.any():
         other = f"placement plan {plan.plan_id} puts this pod on another node of its zone"
         failures.update({names[i]: other for i in np.flatnonzero(in_zone & ~on_node).tolist()})
-        return {}, failures
+        return failures
     inside = [names[i] for i in np.flatnonzero(in_zone).tolist()]
     keeps = plans.nodes_keeping_plan(ctx.state, plan, ref.group, workload, inside)
     if keeps is not None:
@@ -167,7 +221,7 @@ def filter_nodes(ctx: Context, args: PlanArgs) -> FilterResult:
         for name, ok in zip(inside, keeps.tolist(), strict=True):
             if not ok:
                 failures[name] = held.format(ctx.state.nodes[name].zone)
-    return {}, failures
+    return failures
 
 
 def explain(state: ClusterState, ref: WorkloadRef, out: Explanation) -> None:
