@@ -175,7 +175,7 @@ DEADLINE_REASON = "netaware: deadline exceeded, not evaluated"
 # runtime's pool, where the answer stops waiting for them at the deadline.
 GUARDED_CANDIDATES = 2000
 PARSE_SHARE = 0.4  # of EXTENDER_DEADLINE_SECONDS, for parsing Node objects (the rest evaluates them)
-ANSWER_SHARE = 0.25  # kept back to build the answer (while the given-up evaluation still runs)
+ANSWER_SHARE = 0.35  # kept back to build the answer (while a given-up evaluation still runs)
 
 
 def _parse_until(started: float) -> float:
@@ -275,7 +275,7 @@ def handle_prioritize(body: bytes, started: float) -> bytes:
         metrics.set_outcome("deadline")
         log_decision(verb=Verb.PRIORITIZE, pod=args.pod, started=started, candidates=total,
                      result={"neutral": True, "not_evaluated": total}, error=_late_error(evaluated=0, total=total))
-        return wire.neutral_result(candidates + late, NEUTRAL_EXTENDER_SCORE)
+        return wire.bulk_prioritize_result(candidates + late, [NEUTRAL_EXTENDER_SCORE] * total)
     ctx, outcome = done
     if late:
         metrics.set_outcome("deadline")
@@ -301,7 +301,10 @@ def handle_prioritize(body: bytes, started: float) -> bytes:
         },
         error=_late_error(evaluated=len(candidates), total=total) if late else "",
     )
-    return wire.prioritize_result(nodes + late, extender.tolist() + [NEUTRAL_EXTENDER_SCORE] * len(late), rt.wire)
+    scores = extender.tolist() + [NEUTRAL_EXTENDER_SCORE] * len(late)
+    if total > GUARDED_CANDIDATES:
+        return wire.bulk_prioritize_result(nodes + late, scores)
+    return wire.prioritize_result(nodes + late, scores, rt.wire)
 
 
 # === bind =======================================================================================

@@ -595,10 +595,10 @@ def prioritize_result(hosts: Sequence[str], scores: Sequence[int], interner: Wir
     return b"[" + b",".join([prefix(h) + _score_suffix(s) for h, s in zip(hosts, values, strict=True)]) + b"]"
 
 
-def neutral_result(hosts: Sequence[str], score: int) -> bytes:
-    """A HostPriorityList giving every host ``score``, in C (an answer past its time must not wait on
-    per-host Python)."""
-    return orjson.dumps([{"Host": h, "Score": score} for h in hosts])
+def bulk_prioritize_result(hosts: Sequence[str], scores: Sequence[int]) -> bytes:
+    """A HostPriorityList for tens of thousands of hosts, encoded by orjson in one call (the interner
+    holds at most ``hosts_max`` prefixes; an answer near its deadline must not wait on per-host Python)."""
+    return orjson.dumps([{"Host": h, "Score": int(s)} for h, s in zip(hosts, scores, strict=True)])
 
 
 def binding_result(error: str = "") -> bytes:
