@@ -166,6 +166,7 @@ def browser_figures(repeat: int, pods: int) -> None:
                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
             login = browser.new_context()
             page = login.new_page()
+            page.set_default_timeout(120000)  # a loaded machine: slow, not broken (the figures say how slow)
             page.goto(base + "/login/")
             page.fill("input[name=username]", "bench")
             page.fill("input[name=password]", PASSWORD)
@@ -182,7 +183,7 @@ def browser_figures(repeat: int, pods: int) -> None:
                 ("zone", f"/zones/{node.zone}/", "() => document.querySelectorAll('#zone-pairs tbody tr').length > 0"),
                 ("search", "/search/?q=n", "() => !!document.getElementById('search-results')"),
                 ("appgroups", "/appgroups/", "() => !!document.getElementById('appgroup-table')"),
-                ("appgroup", f"/appgroups/{group.pk}", "() => !!document.querySelector('#graph .main-svg')"),
+                ("appgroup", f"/appgroups/{group.pk}", "() => !!document.querySelector('#graph svg.graph')"),
                 ("history", f"/appgroups/{group.pk}/history", "() => !!document.getElementById('history')"),
                 ("editor", f"/appgroups/{group.pk}/edit", "() => document.getElementById('editor')?.dataset.valid === 'true'"),
                 ("decisions", "/decisions/", "() => document.querySelectorAll('#decision-table tbody tr').length > 0"),
@@ -202,13 +203,13 @@ def browser_figures(repeat: int, pods: int) -> None:
                     sizes: list[int] = []
                     page.on("response", lambda r, sizes=sizes: sizes.append(int(r.headers.get("content-length") or 0)))  # type: ignore[call-overload]
                     page.goto(base + path, wait_until="commit")
-                    page.wait_for_function(ready, timeout=30000)
+                    page.wait_for_function(ready, timeout=120000)
                     elapsed = page.evaluate("() => performance.now()")  # ms since navigation start
                     figures[name].append(elapsed)
                     transferred[name] = sum(sizes)
                     if name == "topology":  # the rest of the page: the zone graph (plotly) below the fold
                         page.wait_for_function("() => Number(document.getElementById('zone-graph').dataset.edges) > 0",
-                                               timeout=30000)
+                                               timeout=120000)
                         figures["zone graph"].append(page.evaluate("() => performance.now()"))
                         transferred["zone graph"] = sum(sizes)
                     context.close()
@@ -219,7 +220,7 @@ def browser_figures(repeat: int, pods: int) -> None:
                   f"  ~{transferred[name] / 1024:.0f} KB transferred (Content-Length sum)")
     finally:
         os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=10)
+        server.wait(timeout=60)
 
 
 def main() -> None:

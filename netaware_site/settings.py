@@ -329,6 +329,19 @@ NETAWARE: dict[str, Any] = {
     # Lease duration; the holder renews every 2/15 of it and stops answering after 2/3 without a
     # renewal, before another replica may take over (kube-scheduler's 15 s / 10 s / 2 s).
     "EXTENDER_LEASE_SECONDS": env_float("NETAWARE_EXTENDER_LEASE_SECONDS", 15.0),
+    # Rebalancer (manage.py run_rebalancer, docs/rebalancer.md): a pass every INTERVAL; drift (1 - current
+    # score / best plan's) above THRESHOLD for SUSTAIN seconds starts moves; at most that many evictions
+    # a minute per AppGroup and cluster-wide; a replacement not Ready within READY_TIMEOUT blocks its
+    # workload; a move that did not improve the score stops the AppGroup for STOP_SECONDS.
+    "REBALANCER_INTERVAL_SECONDS": env_float("NETAWARE_REBALANCER_INTERVAL_SECONDS", 10.0),
+    "REBALANCER_DRIFT_THRESHOLD": env_float("NETAWARE_REBALANCER_DRIFT_THRESHOLD", 0.02),
+    "REBALANCER_SUSTAIN_SECONDS": env_float("NETAWARE_REBALANCER_SUSTAIN_SECONDS", 60.0),
+    "REBALANCER_APPGROUP_MOVES_PER_MINUTE": env_int("NETAWARE_REBALANCER_APPGROUP_MOVES_PER_MINUTE", 2),
+    "REBALANCER_CLUSTER_MOVES_PER_MINUTE": env_int("NETAWARE_REBALANCER_CLUSTER_MOVES_PER_MINUTE", 6),
+    "REBALANCER_READY_TIMEOUT_SECONDS": env_float("NETAWARE_REBALANCER_READY_TIMEOUT_SECONDS", 120.0),
+    "REBALANCER_STOP_SECONDS": env_float("NETAWARE_REBALANCER_STOP_SECONDS", 600.0),
+    "REBALANCER_LEASE_NAME": env("NETAWARE_REBALANCER_LEASE_NAME", "netaware-rebalancer"),
+    "REBALANCER_LEASE_SECONDS": env_float("NETAWARE_REBALANCER_LEASE_SECONDS", 15.0),
     "WATCH_TIMEOUT_SECONDS": env_int("NETAWARE_WATCH_TIMEOUT_SECONDS", 300),
     "RESYNC_SECONDS": env_float("NETAWARE_RESYNC_SECONDS", 600.0),
     # The per-pod memo shared by filter and prioritize (off only to compare, bench/bench_scoring.py).

@@ -12,6 +12,9 @@
 #   bash scripts/up.sh           start everything (idempotent), print the URLs, run the demo rollout
 #   bash scripts/up.sh rollout [--profile P] [--appgroup FILE] [--replicas N] [--seed S] [--learned]
 #                                schedule an AppGroup again (the stack must be up)
+#   bash scripts/up.sh degrade ZONE_A ZONE_B [--rtt-ms MS] [--loss FRACTION]
+#                                degrade a zone pair's link in the emulator (the rebalancer's demo,
+#                                docs/rebalancer.md); e.g. degrade A B --rtt-ms 40 --loss 0.02
 #   bash scripts/up.sh status    show what runs
 #   bash scripts/up.sh stop      stop what this script started
 #   bash scripts/up.sh logs      tail the logs
@@ -29,7 +32,7 @@ MESH_PORT="${NETAWARE_MESH_PORT:-9210}"
 SCENARIO="${NETAWARE_SCENARIO:-$ROOT/scenarios/paper-testbed.yaml}"
 DB_NAME="${NETAWARE_DB_NAME:-netaware}"
 ADMIN_USER="${NETAWARE_ADMIN_USER:-admin}"
-PROCS=(kubeapi emulator mesh prometheus web worker beat extender watcher sync)
+PROCS=(kubeapi emulator mesh prometheus web worker beat extender watcher sync scheduler rebalancer)
 
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 export PROMETHEUS_URL="${PROMETHEUS_URL:-http://127.0.0.1:$PROM_PORT}"
@@ -164,6 +167,9 @@ start_scheduling() {
     --health-bind "127.0.0.1:$EXT_HEALTH_PORT"
   start_proc watcher "$PY" manage.py watch_cluster
   start_proc sync "$PY" manage.py sync_appgroups --watch
+  # The demo cluster's kube-scheduler for replacement pods (evicted by the rebalancer), and the rebalancer.
+  start_proc scheduler "$PY" manage.py demo_scheduler --api "$KUBE_API_URL" --extender "$EXTENDER_URL"
+  start_proc rebalancer "$PY" manage.py run_rebalancer
 }
 
 run_demo_rollout() {
@@ -181,6 +187,29 @@ case "${1:-up}" in
     [ -f "$SECRETS/secret-key" ] && export SECRET_KEY_FILE="$SECRETS/secret-key"
     run_demo_rollout "$@" || die "the rollout failed; see $(short_path "$LOGS/rollout.log")"
     exit 0 ;;
+  degrade)
+    shift
+    [ $# -ge 2 ] || die "usage: bash scripts/up.sh degrade ZONE_A ZONE_B [--rtt-ms MS] [--loss FRACTION]"
+    running emulator || die "the stack is not running: start it with bash scripts/up.sh"
+    zone_a="$1" zone_b="$2"; shift 2
+    rtt=40 loss=0.02
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --rtt-ms) rtt="${2:-}"; shift 2 ;;
+        --loss) loss="${2:-}"; shift 2 ;;
+        *) die "degrade: unknown option '$1' (use --rtt-ms MS, --loss FRACTION)" ;;
+      esac
+    done
+    body="$("$PY" -c 'import json,sys; print(json.dumps({"zones": sys.argv[1:3], "rtt_ms": float(sys.argv[3]), "loss": float(sys.argv[4])}))' \
+      "$zone_a" "$zone_b" "$rtt" "$loss" 2>/dev/null)" || die "degrade: --rtt-ms and --loss must be numbers"
+    answer="$(curl -sS --max-time 10 -X POST -H 'Content-Type: application/json' --data "$body" \
+      -w '\n%{http_code}' "http://127.0.0.1:$EMU_PORT/links/degrade")" || die "the emulator did not answer"
+    code="${answer##*$'\n'}"; text="${answer%$'\n'*}"; text="${text%$'\n'}"
+    [ "$code" = 200 ] || die "degrade: $text"
+    echo "$text"
+    echo "The topology follows within a minute or two; AppGroups with spec.rebalanceMode on move (see the"
+    echo "AppGroup's status.rebalance, kubectl --server $KUBE_API_URL get events, and $LOGS/rebalancer.log)."
+    exit 0 ;;
   stop) stop_all; exit 0 ;;
   status)
     for name in "${PROCS[@]}"; do
@@ -189,7 +218,7 @@ case "${1:-up}" in
     exit 0 ;;
   logs) exec tail -n 50 -F "$LOGS"/*.log ;;
   up) ;;
-  *) die "unknown command '$1' (use: up, status, stop, logs)" ;;
+  *) die "unknown command '$1' (use: up, rollout, degrade, status, stop, logs)" ;;
 esac
 
 prepare_state

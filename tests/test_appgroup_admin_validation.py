@@ -30,6 +30,7 @@ def change_form(group, dependencies):
         "description": "",
         "topology_sorting_algorithm": group.topology_sorting_algorithm,
         "topology_mode": group.topology_mode,
+        "rebalance_mode": group.rebalance_mode,
         "origin": group.origin,
     }
     workloads = list(group.workloads.order_by("position"))
@@ -195,7 +196,7 @@ def test_the_page_is_saved_through_the_service_with_its_rules(admin_client, grou
 
 def test_a_new_appgroup_is_created_through_the_service(admin_client):
     data = {"namespace": "default", "name": "fresh", "description": "made here", "topology_sorting_algorithm": "KahnSort",
-            "topology_mode": "soft", "origin": "netaware",
+            "topology_mode": "soft", "rebalance_mode": "off", "origin": "netaware",
             "workloads-TOTAL_FORMS": 1, "workloads-INITIAL_FORMS": 0, "workloads-MIN_NUM_FORMS": 0,
             "workloads-MAX_NUM_FORMS": 1000, "workloads-0-name": "web", "workloads-0-position": 0,
             "workloads-0-selector": json.dumps("app=web"), "workloads-0-weight": 1,

@@ -74,6 +74,8 @@ def test_edit_export_and_reimport_round_trip(client, boutique):
     document["topology_sorting_algorithm"] = "AlternateKahn"
     assert document["topology_mode"] == "soft"  # the default
     document["topology_mode"] = "zone"
+    assert document["rebalance_mode"] == "off"  # the default
+    document["rebalance_mode"] = "dry-run"
     document["description"] = "edited"
     for workload in document["workloads"]:
         if workload["name"] == "frontend":
@@ -94,6 +96,7 @@ def test_edit_export_and_reimport_round_trip(client, boutique):
     assert response.status_code == 200, response.content
     edited = spec_of(boutique["id"])
     assert edited.topology_sorting_algorithm == "AlternateKahn" and edited.topology_mode == "zone"
+    assert edited.rebalance_mode == "dry-run"
     assert edited.workload("frontend").weight == 1.5
     ad_dep = edited.workload("ad").dependencies[0]
     assert (ad_dep.target, ad_dep.max_network_cost, ad_dep.min_bandwidth_bps) == ("currency", 40, 100 * 2**20)
@@ -104,7 +107,7 @@ def test_edit_export_and_reimport_round_trip(client, boutique):
     ours_doc = yaml.safe_load(ours.content)
     assert ours_doc["apiVersion"] == "netaware.io/v1alpha1"
     assert ours_doc["metadata"]["annotations"]["netaware.io/description"] == "edited"
-    assert ours_doc["spec"]["topologyMode"] == "zone"
+    assert ours_doc["spec"]["topologyMode"] == "zone" and ours_doc["spec"]["rebalanceMode"] == "dry-run"
     diktyo = client.get(f"/api/appgroups/{boutique['id']}/export?format=json&flavor=diktyo")
     assert diktyo.status_code == 200 and diktyo["Content-Type"].startswith("application/json")
     diktyo_doc = json.loads(diktyo.content)
@@ -210,6 +213,11 @@ def test_bad_documents_get_field_paths_and_change_nothing(client, boutique):
         doc["topology_mode"] = "galaxy"
 
     assert "topology_mode" in put_error(client, pk, bad_mode)
+
+    def bad_rebalance_mode(doc):
+        doc["rebalance_mode"] = "sometimes"
+
+    assert "rebalance_mode" in put_error(client, pk, bad_rebalance_mode)
     assert spec_of(pk) == before
 
 
@@ -228,6 +236,10 @@ def test_import_errors_name_the_resource_field(client):
     bad["spec"]["topologyMode"] = "galaxy"
     response = client.post("/api/appgroups/import", data=bad, content_type="application/json")
     assert response.status_code == 400 and "spec.topologyMode" in response.json()["errors"]
+    bad = copy.deepcopy(doc)
+    bad["spec"]["rebalanceMode"] = "sometimes"
+    response = client.post("/api/appgroups/import", data=bad, content_type="application/json")
+    assert response.status_code == 400 and "spec.rebalanceMode" in response.json()["errors"]
     response = import_yaml(client, "apiVersion: v1\nkind: AppGroup\n")
     assert response.status_code == 400 and "apiVersion" in response.json()["errors"]
     response = import_yaml(client, "spec: [unclosed")

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from apps.appgroups import documents
-from apps.appgroups.choices import TopologyMode
-from apps.appgroups.graph import TOPOLOGY_MODES, LabelSelector
+from apps.appgroups.choices import RebalanceMode, TopologyMode
+from apps.appgroups.graph import REBALANCE_MODES, TOPOLOGY_MODES, LabelSelector
 from netaware_core import quantity
 from tests.support.scoring_fixtures import pod_labels
 
@@ -97,6 +97,36 @@ def test_topology_mode_has_one_set_of_values_and_defaults_to_soft():
     with pytest.raises(documents.DocumentError) as info:
         documents.spec_from_document(diktyo)
     assert info.value.field_path == f"metadata.annotations[{documents.EXTRAS_ANNOTATION}].topologyMode"
+
+
+@pytest.mark.parametrize("flavor", ["netaware", "diktyo"])
+@pytest.mark.parametrize("mode", ["off", "dry-run", "on"])
+def test_rebalance_mode_round_trips_in_both_flavors_and_off_leaves_the_hash_alone(flavor, mode):
+    base = documents.spec_from_document(BOUTIQUE)
+    spec = replace(base, rebalance_mode=mode)
+    document = documents.document_from_spec(spec, flavor=flavor)
+    assert documents.spec_from_document(yaml.safe_load(yaml.safe_dump(document))) == spec
+    # off is the absent field: AppGroups stored before the field existed keep their hash (no resync)
+    assert (documents.spec_hash(spec) == documents.spec_hash(base)) == (mode == "off")
+
+
+def test_rebalance_mode_has_one_set_of_values_and_a_bad_one_is_named():
+    crd = yaml.safe_load((ROOT / "k8s" / "crds" / "appgroup.yaml").read_text())
+    field = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["rebalanceMode"]
+    assert tuple(field["enum"]) == REBALANCE_MODES == tuple(RebalanceMode.values) and "default" not in field
+    bad = copy.deepcopy(BOUTIQUE)
+    bad["spec"]["rebalanceMode"] = "sometimes"
+    with pytest.raises(documents.DocumentError) as info:
+        documents.spec_from_document(bad)
+    assert info.value.field_path == "spec.rebalanceMode"
+    diktyo = documents.document_from_spec(replace(documents.spec_from_document(BOUTIQUE), rebalance_mode="on"),
+                                          flavor="diktyo")
+    extras = json.loads(diktyo["metadata"]["annotations"][documents.EXTRAS_ANNOTATION])
+    extras["rebalanceMode"] = "sometimes"
+    diktyo["metadata"]["annotations"][documents.EXTRAS_ANNOTATION] = json.dumps(extras)
+    with pytest.raises(documents.DocumentError) as info:
+        documents.spec_from_document(diktyo)
+    assert info.value.field_path == f"metadata.annotations[{documents.EXTRAS_ANNOTATION}].rebalanceMode"
 
 
 def test_paper_string_selector_and_defaults():

@@ -99,7 +99,8 @@ def admin_post(group: AppGroup, doc: dict[str, Any]) -> dict[str, Any]:
     pk_of = {w["name"]: row.pk for w, row in zip(workloads, rows, strict=True)}
     data: dict[str, Any] = {"namespace": group.namespace, "name": group.name, "description": "",
                             "topology_sorting_algorithm": doc["spec"]["topologySortingAlgorithm"],
-                            "topology_mode": doc["spec"]["topologyMode"], "origin": Origin.NETAWARE}
+                            "topology_mode": doc["spec"]["topologyMode"],
+                            "rebalance_mode": doc["spec"].get("rebalanceMode", "off"), "origin": Origin.NETAWARE}
     dependencies = [(w, d) for w in workloads for d in w.get("dependencies") or ()]
     for prefix, count, initial in (("workloads", len(workloads), len(rows)), ("dependencies", len(dependencies), 0)):
         data.update({f"{prefix}-TOTAL_FORMS": count, f"{prefix}-INITIAL_FORMS": initial,

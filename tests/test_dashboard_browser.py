@@ -210,7 +210,7 @@ def test_every_view_live_with_the_emulated_testbed(browser, live_server, testbed
     shot(page, "appgroup-new")
     page.click("#save")
     page.wait_for_url("**/appgroups/*")
-    page.wait_for_selector("#graph .main-svg")
+    page.wait_for_selector("#graph svg.graph")
     assert "Created shop/two-tier" in page.inner_text(".messages")
     page.goto(page.base + "/appgroups/")
     assert "two-tier" in page.inner_text("#appgroup-table")
@@ -221,7 +221,7 @@ def test_every_view_live_with_the_emulated_testbed(browser, live_server, testbed
     assert created["workloads"][0]["dependencies"][0]["weight"] == 2.5
 
     # Every other page loads cleanly.
-    for path, ready, name in ((f"/appgroups/{group.pk}", "#graph .main-svg", "appgroup-detail"),
+    for path, ready, name in ((f"/appgroups/{group.pk}", "#graph svg.graph", "appgroup-detail"),
                               (f"/appgroups/{group.pk}/edit", "#graph-preview .main-svg", "appgroup-edit"),
                               (f"/appgroups/{group.pk}/yaml", "#id_document", "appgroup-yaml"),
                               ("/decisions/", "#decision-table tbody tr", "decisions"),
@@ -241,7 +241,7 @@ def test_viewer_is_refused_an_edit_with_a_clear_page(browser, live_server, testb
     group = seed_boutique()
     page = open_page(browser, live_server, "viewer")
     page.goto(page.base + f"/appgroups/{group.pk}")
-    page.wait_for_selector("#graph .main-svg")
+    page.wait_for_selector("#graph svg.graph")
     assert page.locator("#edit-appgroup").count() == 0
     response = page.goto(page.base + f"/appgroups/{group.pk}/edit")
     assert response.status == 403

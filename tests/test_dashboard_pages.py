@@ -99,15 +99,16 @@ def test_detail_shows_graph_order_and_placement_scores(client, boutique):
     order = selectors.topology_order(appgroup=boutique)
     assert [row["name"] for row in response.context["workload_rows"]] == order
     assert order[0] == "frontend"
-    figure = response.context["figure"]
-    nodes = figure["data"][-1]
-    assert sorted(nodes["text"]) == sorted(w.name for w in boutique.workloads.all())
-    sizes = dict(zip(nodes["text"], nodes["marker"]["size"], strict=True))
-    assert sizes["frontend"] > sizes["email"]  # weight 1.0 vs a smaller weight
-    assert len(figure["layout"]["annotations"]) == Dependency.objects.filter(appgroup=boutique).count()
-    assert "L0.7 B0.2 X0.1" in str(figure["data"][0]["text"])
-    assert figure["data"][0]["visible"] is False  # 15 edges: labels on hover only
-    assert "L0.7 B0.2 X0.1" in str(figure["data"][1]["text"])
+    # The graph is server-drawn SVG (no plotly on this page): a node per workload sized by weight, an
+    # edge per dependency linking to its caller's row, named with its sensitivities.
+    assert "plotly" not in body
+    graph = body[body.index('<svg class="graph"'):body.index("</svg>")]
+    radius = dict(re.findall(r'<g class="node" data-name="([^"]+)">.*?<circle [^>]*r="([0-9.]+)"', graph))
+    assert sorted(radius) == sorted(w.name for w in boutique.workloads.all())
+    assert float(radius["frontend"]) > float(radius["email"])  # weight 1.0 vs a smaller weight
+    assert graph.count('<g class="edge') == Dependency.objects.filter(appgroup=boutique).count()
+    assert 'href="#workload-frontend" aria-label="frontend → productcatalog: latency 0.7, bandwidth 0.2, loss 0.1' in graph
+    assert 'id="workload-frontend"' in body
     assert f"/api/appgroups/{boutique.pk}/export?format=yaml&amp;flavor=diktyo" in body
     assert "No pod of this AppGroup is placed yet" in body
 
@@ -467,7 +468,22 @@ def test_evaluation_runs_in_the_background_and_shows_table_and_figure(client, ce
     # The run's address is a shareable page: the form shows its input, the list links to it.
     assert response.context["form"]["extra_profiles"].value() == "hybrid-3"
     assert url in client.get("/evaluation/").content.decode()
-    assert client.get(url.replace("/evaluation/runs/", "/dashboard/data/evaluation/runs/").rstrip("/")).json()["status"] == "done"
+    state = client.get(url.replace("/evaluation/runs/", "/dashboard/data/evaluation/runs/").rstrip("/")).json()
+    assert state["status"] == "done" and state["done"] == state["total"] == 3 * 2  # profiles x orders
+
+
+def test_the_harness_reports_each_order_of_each_profile_as_progress():
+    from pathlib import Path
+
+    from apps.scheduler.evaluation.report import run_evaluation
+
+    root = Path(__file__).resolve().parents[1] / "scenarios"
+    calls: list[tuple[str, int, int]] = []
+    run_evaluation(root / "paper-testbed.yaml", root / "online-boutique-appgroup.yaml", profiles=["default", "network"],
+                   seeds=3, first_seed=5, with_optimum=False, progress=lambda *a: calls.append(a))
+    assert [(done, total) for _s, done, total in calls] == [(n, 6) for n in range(1, 7)]
+    assert calls[0][0] == "profile default (1 of 2): order 1 of 3"
+    assert calls[4][0] == "profile network (2 of 2): order 2 of 3"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -16,7 +16,7 @@ from tests.support.browser import (
     shot,
     sideways_scroll,
 )
-from tests.support.dashboard_seed import seed_triage
+from tests.support.dashboard_seed import seed_observed, seed_triage
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -264,13 +264,14 @@ def test_editor_shows_every_problem_follows_renames_and_keeps_the_keyboard(brows
 def every_page(group_pk: int) -> list[tuple[str, str]]:
     """(path, selector of its main content once drawn) for every page of ours."""
     return [("/", "#worst-table tbody tr[data-pair]"), ("/links/a1/f2/", "#link-latency[data-points]"),
-            ("/placements/", ".chip"), ("/appgroups/", "#appgroup-table"), (f"/appgroups/{group_pk}", "#graph .main-svg"),
+            ("/placements/", ".chip"), ("/appgroups/", "#appgroup-table"), (f"/appgroups/{group_pk}", "#graph svg.graph"),
             (f"/appgroups/{group_pk}/edit", "#graph-preview .main-svg"), (f"/appgroups/{group_pk}/yaml", "#id_document"),
             ("/appgroups/new", "#add-workload"), ("/appgroups/import", "#id_document"),
             (f"/appgroups/{group_pk}/delete", "form"), ("/decisions/", "#decision-table tbody tr"),
             ("/diagnose/?labels=app%3Dfrontend", "#diagnosis-sentences"), ("/evaluation/", "#run-evaluation"),
             ("/account/", "#token-table"), ("/nodes/a1/", "#node-links"), ("/zones/FAR/", "#zone-pairs"),
-            ("/search/?q=f", "#search-results"), (f"/appgroups/{group_pk}/history", "#history")]
+            ("/search/?q=f", "#search-results"), (f"/appgroups/{group_pk}/history", "#history"),
+            ("/traffic/", "#observed-table"), ("/traffic/default/frontend/", "#traffic-graph svg.graph")]
 
 
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
@@ -281,6 +282,7 @@ def test_every_page_passes_axe_and_fits_a_phone(browser, live_server, viewport):
     seed_triage()
     group = seed_boutique()
     place("frontend", "a1")
+    seed_observed()
     page = logged_in_page(browser, live_server.url, "editor", viewport=PHONE if viewport == "phone" else DESKTOP)
     found: dict[str, list[str]] = {}
     # The header's search box finds a node; its page leads on to a link's history.
@@ -327,6 +329,29 @@ def test_evaluation_runs_in_the_background_with_progress_and_a_result_address(br
     assert viewer.locator("#run-evaluation").count() == 0 and "editor role" in viewer.inner_text("#run-refused")
     assert axe_serious(viewer) == []
     assert page.problems == [] and viewer.problems == []
+
+
+def test_a_running_evaluation_shows_which_order_of_which_profile_it_is_at(browser, live_server):
+    from apps.dashboard import services
+    from apps.dashboard.models import EvaluationRun
+
+    seed_triage()
+    # A run as the worker holds it (taken: running), its progress written by the worker's own writer.
+    run = EvaluationRun.objects.create(status=EvaluationRun.Status.RUNNING, stage="simulating the profiles", params={
+        "scenario": "scenarios/paper-testbed.yaml", "appgroup": "scenarios/online-boutique-appgroup.yaml",
+        "seeds": 50, "first_seed": 0, "profiles": ["default", "network"], "with_optimum": False})
+    write = services.progress_writer(run.pk)
+    write("profile default (1 of 2): order 17 of 50", 17, 100)
+    page = logged_in_page(browser, live_server.url, "viewer")
+    page.goto(f"{page.base}/evaluation/runs/{run.pk}")
+    page.wait_for_function("() => document.getElementById('run-stage').textContent.includes('order 17 of 50')")
+    bar = page.locator("#run-progress")
+    assert (bar.get_attribute("value"), bar.get_attribute("max")) == ("17", "100")
+    write("profile network (2 of 2): order 3 of 50", 53, 100)  # the page follows without a reload
+    page.wait_for_function("() => document.getElementById('run-stage').textContent.includes('(2 of 2): order 3 of 50')")
+    assert page.evaluate("() => [document.getElementById('run-progress').value, document.getElementById('run-progress').max]") == [53, 100]
+    assert axe_serious(page) == []
+    assert page.problems == []
 
 
 def test_link_charts_have_titles_custom_ranges_no_data_notes_and_bind_marks(browser, live_server):

@@ -17,8 +17,8 @@ from tests.support import k8s_render, kustomize
 from tests.support.kubectl import kubectl
 
 KUBERNETES_VERSION = "1.31"
-COMPONENTS = {"web", "extender", "worker", "cluster-worker", "beat", "watcher", "sync"}
-KUBE_API_COMPONENTS = {"web", "extender", "cluster-worker", "watcher", "sync"}
+COMPONENTS = {"web", "extender", "worker", "cluster-worker", "beat", "watcher", "sync", "rebalancer"}
+KUBE_API_COMPONENTS = {"web", "extender", "cluster-worker", "watcher", "sync", "rebalancer"}
 
 
 @pytest.fixture(scope="module")

@@ -156,3 +156,26 @@ def test_the_dashboard_shows_the_observed_graph_and_adopts_for_an_editor():
     done = editor.post(f"/traffic/{NS}/frontend/adopt")
     row = AppGroup.objects.get(namespace=NS, name="frontend")
     assert done.status_code == 302 and done["Location"] == f"/appgroups/{row.pk}" and row.origin == Origin.OBSERVED
+
+
+def test_weights_are_part_of_the_diff_and_of_the_drift():
+    doc = boutique_document()
+    doc["metadata"]["name"] = "boutique"
+    frontend = next(w for w in doc["spec"]["workloads"] if w["name"] == "frontend")
+    next(d for d in frontend["dependencies"] if d["name"] == "cart")["weight"] = 10  # learned: about 1.3x the median
+    appgroup_services.import_document(document=doc)
+    refresh()
+    viewer = logged_in(user_with("viewer"))
+    diff = viewer.get(f"/api/traffic/observed/{NS}/frontend/diff").json()
+    assert [r[:3] for r in diff["reweighted"]] == [["frontend", "cart", 10.0]] and diff["hot_reweighted"] == 1
+    text = scrape.render().decode()
+    assert ('netaware_traffic_declared_reweighted_hot_edges{appgroup="boutique",namespace="default",observed="frontend"} 1.0'
+            in text)
+    page = viewer.get(f"/traffic/{NS}/frontend/").content.decode()
+    assert 'id="diff-reweighted"' in page and "frontend → cart" in page
+    doc["metadata"]["name"] = "frontend-weights"
+    del next(d for d in frontend["dependencies"] if d["name"] == "cart")["weight"]  # unweighted: shapes close enough
+    AppGroup.objects.filter(name="boutique").delete()
+    appgroup_services.import_document(document=doc)
+    refresh()
+    assert ObservedAppGroup.objects.get(name="frontend").diff["reweighted"] == []

@@ -219,3 +219,28 @@ def test_diff_names_the_hot_edges_the_declared_appgroup_misses():
     assert d.missing == (("web", "cart", 5),) and d.unmatched_workloads == ("cart",)
     assert d.common == (("web", "ads"),) and d.extra == (("web", "pay"),)
     assert d.hot_missing(1.0) == 1 and d.hot_missing(10.0) == 0
+
+
+def test_diff_names_the_common_edges_whose_weights_disagree_with_the_traffic():
+    # Learned: frontend -> cart 10 req/s, cart -> redis 5, frontend -> ad 0.5 (shares 2, 1, 0.1 of the median).
+    apps = learning.applications([state("frontend", "cart", 10), state("cart", "redis", 5), state("frontend", "ad", 0.5)],
+                                 {})
+
+    def declared(cart_weight: float, ad_weight: float) -> AppGroupSpec:
+        return AppGroupSpec(NS, "shop", (
+            WorkloadSpec("web", LabelSelector({"app": "frontend"}), dependencies=(
+                DependencySpec("cart", Sensitivity(1, 0, 0), weight=cart_weight),
+                DependencySpec("ads", Sensitivity(1, 0, 0), weight=ad_weight))),
+            WorkloadSpec("cart", LabelSelector({"app": "cart"}),
+                         dependencies=(DependencySpec("redis", Sensitivity(1, 0, 0)),)),
+            WorkloadSpec("ads", LabelSelector({"app": "ad"})), WorkloadSpec("redis", LabelSelector({"app": "redis"}))))
+
+    unweighted = learning.diff(apps[0], declared(1.0, 1.0))  # all 1: compared by shape
+    assert [(s, t) for s, t, *_ in unweighted.reweighted] == [("web", "ads"), ("web", "cart")]  # 10x off, then 2x
+    assert unweighted.reweighted[0][2:] == (1.0, 0.1, 0.5) and unweighted.hot_reweighted(1.0) == 1
+    agreeing = learning.diff(apps[0], declared(2.0, 0.1))  # the learned weights themselves: no drift
+    assert agreeing.reweighted == () and agreeing.missing == () and agreeing.hot_reweighted(0.0) == 0
+    assert learning.diff(apps[0], declared(2.0, 0.1), weight_drift_ratio=1.01).reweighted == ()
+    assert [r[:2] for r in learning.diff(apps[0], declared(3.0, 0.1), weight_drift_ratio=1.2).reweighted] == [
+        ("web", "cart")]  # 3 vs 2: 1.5x off
+    assert learning.diff(apps[0], None).reweighted == ()

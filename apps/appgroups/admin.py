@@ -60,7 +60,7 @@ class _Page:
         paths = documents.PathMap({"metadata.name": "form:name", "metadata.namespace": "form:namespace",
                                    "spec.topologySortingAlgorithm": "form:topology_sorting_algorithm",
                                    "spec.topologyMode": "form:topology_mode", "spec.minZones": "form:min_zones",
-                                   "spec.workloads": "form:"})
+                                   "spec.rebalanceMode": "form:rebalance_mode", "spec.workloads": "form:"})
         rows = sorted(_kept(self.formsets["workloads"]), key=lambda item: (item[1].get("position") or 0, item[0]))
         workloads: list[dict[str, Any]] = []
         index_of: dict[Any, int] = {}
@@ -82,6 +82,8 @@ class _Page:
                                 "topologyMode": main["topology_mode"]}
         if main.get("min_zones") not in (None, 1):
             spec["minZones"] = main["min_zones"]
+        if main.get("rebalance_mode") not in (None, "", "off"):
+            spec["rebalanceMode"] = main["rebalance_mode"]
         spec["workloads"] = workloads
         document = {"apiVersion": documents.API_VERSION, "kind": documents.APPGROUP_KIND,
                     "metadata": {"namespace": main["namespace"], "name": main["name"]}, "spec": spec}
@@ -185,7 +187,7 @@ class AppGroupForm(_ValuesOnly):
     class Meta:
         model = AppGroup
         fields = ("namespace", "name", "description", "topology_sorting_algorithm", "topology_mode", "min_zones",
-                  "origin")
+                  "rebalance_mode", "origin")
 
     page: _Page | None = None
 
@@ -243,11 +245,12 @@ class AppGroupAdmin(SimpleHistoryAdmin):
         "namespace",
         "topology_sorting_algorithm",
         "topology_mode",
+        "rebalance_mode",
         "origin",
         "last_synced_at",
         "updated_at",
     )
-    list_filter = ("namespace", "origin", "topology_sorting_algorithm", "topology_mode")
+    list_filter = ("namespace", "origin", "topology_sorting_algorithm", "topology_mode", "rebalance_mode")
     search_fields = ("name", "namespace", "description")
     readonly_fields = AppGroup.BOOKKEEPING_FIELDS
     form = AppGroupForm

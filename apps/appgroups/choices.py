@@ -20,6 +20,14 @@ class TopologyMode(models.TextChoices):
     REGION = "region", "region (all in one region, or pods wait)"
 
 
+class RebalanceMode(models.TextChoices):
+    """Whether the rebalancer moves this AppGroup's running pods toward the best plan (docs/rebalancer.md)."""
+
+    OFF = "off", "off (never moved)"
+    DRY_RUN = "dry-run", "dry-run (moves reported, nothing evicted)"
+    ON = "on", "on (pods evicted toward the plan, one at a time per workload)"
+
+
 class Origin(models.TextChoices):
     """Where the AppGroup was last authored: netaware (API, admin, dashboard), the cluster (kubectl), or
     learned from observed traffic (apps.traffic, adopt mode: rewritten as traffic changes, never over a

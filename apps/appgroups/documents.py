@@ -194,6 +194,7 @@ def _spec(doc: Mapping[str, Any], default_namespace: str) -> AppGroupSpec:
         topology_sorting_algorithm=spec.get("topologySortingAlgorithm") or toposort.DEFAULT_ALGORITHM,
         topology_mode=spec.get("topologyMode") or "soft",
         min_zones=int(spec.get("minZones") or 1),
+        rebalance_mode=spec.get("rebalanceMode") or "off",
     )
 
 
@@ -311,7 +312,7 @@ def _diktyo_as_ours(doc: Mapping[str, Any], paths: PathMap) -> dict[str, Any]:
     extras, extras_path = _extras(metadata)
     workloads = [_diktyo_workload(index, item, extras, extras_path, paths) for index, item in enumerate(spec["workloads"])]
     ours: dict[str, Any] = {"topologySortingAlgorithm": spec["topologySortingAlgorithm"], "workloads": workloads}
-    for key in ("topologyMode", "minZones"):
+    for key in ("topologyMode", "minZones", "rebalanceMode"):
         if extras.get(key) is not None:
             ours[key] = extras[key]
             paths[f"spec.{key}"] = f"{extras_path}.{key}"
@@ -366,7 +367,7 @@ def _diktyo_workload(
 
 
 def _extras(metadata: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
-    """The extras annotation ({topologyMode?, workloads: {name: fields}}: what diktyo has no field for) and its path."""
+    """The extras annotation ({topologyMode?, rebalanceMode?, workloads: {name: fields}}: what diktyo has no field for) and its path."""
     path = f"metadata.annotations[{EXTRAS_ANNOTATION}]"
     raw = (metadata.get("annotations") or {}).get(EXTRAS_ANNOTATION)
     if raw in (None, ""):
@@ -436,13 +437,16 @@ def _workload_document(workload: WorkloadSpec) -> dict[str, Any]:
 def spec_document(spec: AppGroupSpec) -> dict[str, Any]:
     """The ``spec`` of our AppGroup document (canonical: same spec -> same document). ``topologyMode`` is
     always written: the API server defaults it, so the cluster's copy carries it too; ``minZones`` only when
-    it asks for more than one zone (so an AppGroup without it keeps its canonical document and hash)."""
+    it asks for more than one zone, ``rebalanceMode`` only when not ``off`` (no CRD default; so an AppGroup without
+    them keeps its canonical document and hash)."""
     out: dict[str, Any] = {
         "topologySortingAlgorithm": spec.topology_sorting_algorithm,
         "topologyMode": spec.topology_mode,
     }
     if spec.min_zones != 1:
         out["minZones"] = spec.min_zones
+    if spec.rebalance_mode != "off":
+        out["rebalanceMode"] = spec.rebalance_mode
     out["workloads"] = [_workload_document(workload) for workload in spec.workloads]
     return out
 
@@ -500,6 +504,8 @@ def _extras_document(spec: AppGroupSpec) -> dict[str, Any]:
         out["topologyMode"] = spec.topology_mode
     if spec.min_zones != 1:
         out["minZones"] = spec.min_zones
+    if spec.rebalance_mode != "off":
+        out["rebalanceMode"] = spec.rebalance_mode
     out["workloads"] = workloads
     return out
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 # How strictly an AppGroup is kept together: soft (a plan is a preference), or all of it in one zone /
 # one region, or its pods wait. ``spec.topologyMode`` and the scheduler profile's plan mode.
 TOPOLOGY_MODES = ("soft", "zone", "region")
+# Whether the rebalancer moves running pods toward the best plan: never (default), report only, or evict.
+REBALANCE_MODES = ("off", "dry-run", "on")
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,8 @@ class AppGroupSpec:
     # soft: a placement plan is a preference; zone / region: all of the AppGroup in one zone / region,
     # or its pods wait (enforced by the scheduler's plan filter, together with the profile's mode).
     topology_mode: str = "soft"
+    # off: running pods stay where they are; dry-run: the rebalancer reports its moves; on: it makes them.
+    rebalance_mode: str = "off"
     # High availability: every workload's replicas over at least this many zones unless the workload
     # says otherwise (1: no requirement). The planner then builds one *cell* per zone.
     min_zones: int = 1

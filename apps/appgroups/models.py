@@ -21,7 +21,7 @@ from simple_history.models import HistoricalRecords
 from netaware_core import quantity
 
 from . import validators
-from .choices import Origin, PlacementSource, TopologyMode, TopologySortingAlgorithm
+from .choices import Origin, PlacementSource, RebalanceMode, TopologyMode, TopologySortingAlgorithm
 
 MAX_NETWORK_COST = validators.MAX_NETWORK_COST
 
@@ -52,6 +52,11 @@ class AppGroup(models.Model):
     topology_mode = models.CharField(
         max_length=16, choices=TopologyMode.choices, default=TopologyMode.SOFT,
         help_text="soft: the placement plan is a preference; zone / region: all pods in one zone / region, or they wait.",
+    )
+    rebalance_mode = models.CharField(
+        max_length=16, choices=RebalanceMode.choices, default=RebalanceMode.OFF,
+        help_text="off: running pods stay; dry-run: the rebalancer reports the moves it would make; on: it evicts "
+                  "pods toward the best plan, one at a time per workload (PodDisruptionBudgets hold).",
     )
     min_zones = models.PositiveSmallIntegerField(
         default=1, help_text="High availability: every workload's replicas over at least this many zones (1 = no requirement).",
@@ -89,6 +94,8 @@ class AppGroup(models.Model):
                          message="Unknown topology sorting algorithm."),
             valid_choice("topology_mode", TopologyMode, name="appgroups_appgroup_topology_mode_valid",
                          message="Unknown topology mode."),
+            valid_choice("rebalance_mode", RebalanceMode, name="appgroups_appgroup_rebalance_mode_valid",
+                         message="Unknown rebalance mode."),
             valid_choice("origin", Origin, name="appgroups_appgroup_origin_valid", message="Unknown origin."),
             models.CheckConstraint(
                 condition=Q(min_zones__gte=1), name="appgroups_appgroup_min_zones_positive",

@@ -72,6 +72,7 @@ def _spec(
         topology_sorting_algorithm=appgroup.topology_sorting_algorithm,
         topology_mode=appgroup.topology_mode,
         min_zones=appgroup.min_zones,
+        rebalance_mode=appgroup.rebalance_mode,
     )
 
 

@@ -126,6 +126,7 @@ def save_appgroup(
     old_key = key_before_save(appgroup=row)
     row.topology_sorting_algorithm, row.topology_mode = spec.topology_sorting_algorithm, spec.topology_mode
     row.min_zones = spec.min_zones
+    row.rebalance_mode = spec.rebalance_mode
     row.origin, row.spec_hash = origin, documents.spec_hash(spec)
     if description is not None:
         row.description = description

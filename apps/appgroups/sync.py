@@ -593,6 +593,9 @@ def desired_status(appgroup: AppGroup, *, generation: int | None) -> dict[str, A
 
 def _write_status(appgroup: AppGroup, cr: dict[str, Any], report: SyncReport) -> None:
     desired = desired_status(appgroup, generation=(cr.get("metadata") or {}).get("generation"))
+    rebalance = (cr.get("status") or {}).get("rebalance")
+    if rebalance is not None:  # the rebalancer's part of the status (docs/rebalancer.md): not ours to drop
+        desired["rebalance"] = rebalance
     if cr.get("status") == desired:
         return
     body = json.loads(json.dumps(cr))

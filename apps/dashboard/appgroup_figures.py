@@ -23,6 +23,8 @@ from apps.topology.models import Node
 from apps.topology.selectors import current_snapshot
 from netaware_core import quantity
 
+from . import graph_svg
+
 MAX_EDGE_TEXT = 12
 
 
@@ -115,6 +117,34 @@ def graph_figure(spec: AppGroupSpec, order: Sequence[str]) -> dict[str, Any]:
             "hovermode": "closest", "plot_bgcolor": "#ffffff",
         },
     }
+
+
+def dependency_text(source: str, dep: Any) -> str:
+    """One dependency in words: the graph's hover text and its edge's accessible name."""
+    s = dep.sensitivity
+    parts = [f"latency {s.latency:g}", f"bandwidth {s.bandwidth:g}", f"loss {s.lossrate:g}"]
+    if dep.max_network_cost is not None:
+        parts.append(f"maxCost {dep.max_network_cost:g}")
+    if dep.min_bandwidth_bps is not None:
+        parts.append(f"minBW {quantity.format_bytes(dep.min_bandwidth_bps)}")
+    parts.append(f"edge weight {dep.weight:g}")
+    return f"{source} → {dep.target}: " + ", ".join(parts)
+
+
+def graph_svg_markup(spec: AppGroupSpec, order: Sequence[str]) -> str:
+    """The communication graph as server-drawn SVG (no chart library on the page): nodes sized by
+    workload weight, edges as wide as their weight against the heaviest, each linking to its caller's
+    row of the order table."""
+    max_weight = max((w.weight for w in spec.workloads), default=1.0) or 1.0
+    max_edge = max((d.weight for w in spec.workloads for d in w.dependencies), default=1.0) or 1.0
+    names = list(order) + [w.name for w in spec.workloads if w.name not in order]
+    return graph_svg.draw(
+        [graph_svg.GraphNode(n, spec.workload(n).weight / max_weight,
+                             f"{n}: weight {spec.workload(n).weight:g}, {len(spec.workload(n).dependencies)} dependencies")
+         for n in names],
+        [graph_svg.GraphEdge(w.name, d.target, d.weight / max_edge, "plain", dependency_text(w.name, d),
+                             f"#workload-{w.name}") for w in spec.workloads for d in w.dependencies],
+        label=f"Communication graph of {spec.namespace}/{spec.name}; the order table below lists the same dependencies")
 
 
 @dataclass(frozen=True)

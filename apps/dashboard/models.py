@@ -22,6 +22,9 @@ class EvaluationRun(models.Model):
     params = models.JSONField(default=dict)
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
     stage = models.CharField(max_length=200, blank=True, help_text="what the worker is doing now")
+    # Arrival orders simulated so far over all profiles, of ``progress_total`` (profiles × seeds).
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
     # What the result page draws: summary, table rows, figure (JSON-safe).
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)

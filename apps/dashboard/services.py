@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,25 @@ def queue_evaluation(*, params: dict[str, Any], user: Any) -> EvaluationRun:
     return run
 
 
+PROGRESS_EVERY = 0.25  # seconds between progress writes: a page polls each second, an order takes milliseconds
+
+
+def progress_writer(run_id: int) -> Callable[[str, int, int], None]:
+    """The harness's progress callback: the stage and the orders done go to the run's row (at most
+    every PROGRESS_EVERY seconds, and always for the last order), where the run's page polls them."""
+    last = [0.0]
+
+    def write(stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - last[0] < PROGRESS_EVERY and done:
+            return
+        last[0] = now
+        EvaluationRun.objects.filter(pk=run_id, status=EvaluationRun.Status.RUNNING).update(
+            stage=stage[:200], progress_done=done, progress_total=total)
+
+    return write
+
+
 def execute_evaluation(*, run_id: int) -> EvaluationRun | None:
     """Carry out a queued run (idempotent: a run already finished or taken is left alone)."""
     taken = EvaluationRun.objects.filter(pk=run_id, status=EvaluationRun.Status.QUEUED).update(
@@ -38,12 +59,13 @@ def execute_evaluation(*, run_id: int) -> EvaluationRun | None:
     if not taken or run is None:
         return run
     params = run.params
+    progress = progress_writer(run_id)
     try:
         with tempfile.TemporaryDirectory(prefix="netaware-eval-") as tmpdir:
             report = run_evaluation(
                 Path(settings.BASE_DIR) / params["scenario"], appgroup_file(params["appgroup"], tmpdir),
                 profiles=params["profiles"], seeds=params["seeds"], first_seed=params.get("first_seed") or 0,
-                with_optimum=params["with_optimum"],
+                with_optimum=params["with_optimum"], progress=progress,
             )
         run.stage = "done"
         run.result = json_safe({
@@ -60,5 +82,7 @@ def execute_evaluation(*, run_id: int) -> EvaluationRun | None:
         log.exception("evaluation run %s failed", run_id)
         run.status, run.error, run.stage = EvaluationRun.Status.FAILED, f"internal error: {exc!r}", "failed"
     run.finished_at = timezone.now()
-    run.save(update_fields=["status", "stage", "result", "error", "finished_at"])
+    if run.status == EvaluationRun.Status.DONE:
+        run.progress_done = run.progress_total = len(params["profiles"]) * params["seeds"]
+    run.save(update_fields=["status", "stage", "result", "error", "finished_at", "progress_done", "progress_total"])
     return run

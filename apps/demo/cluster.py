@@ -35,10 +35,27 @@ def node_objects(scenario: Scenario) -> list[dict[str, Any]]:
     return out
 
 
+def replica_set_name(group: AppGroupSpec, workload: str) -> str:
+    return f"{group.name}-{workload}"[:200]
+
+
+def replica_set_objects(group: AppGroupSpec, *, replicas: int = 0) -> list[dict[str, Any]]:
+    """A ReplicaSet per workload (the demo cluster's stand-in replaces a deleted or evicted pod of one,
+    ``FakeKube(run_controllers=True)``): what the rebalancer's evictions need to see a replacement."""
+    return [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+             "metadata": {"name": replica_set_name(group, w.name), "namespace": group.namespace,
+                          "labels": {DEMO_LABEL: group.name}},
+             "spec": {"replicas": replicas or max(1, w.replicas),
+                      "selector": {"matchLabels": dict(w.selector.match_labels)}}}
+            for w in group.workloads]
+
+
 def pod_objects(group: AppGroupSpec, *, replicas: int = 0, profile: str = "",
-                scheduler_name: str = SCHEDULER_NAME) -> list[dict[str, Any]]:
+                scheduler_name: str = SCHEDULER_NAME,
+                owners: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Pending pods for every workload of the AppGroup: ``replicas`` each (0: the workload's own hint),
-    labelled so their workload's selector matches, with its resource hints as requests."""
+    labelled so their workload's selector matches, with its resource hints as requests. ``owners``:
+    workload name -> its ReplicaSet (as created: with its uid), set as the pods' controller."""
     pods = []
     for workload in group.workloads:
         labels = labels_for(workload.selector)
@@ -49,6 +66,10 @@ def pod_objects(group: AppGroupSpec, *, replicas: int = 0, profile: str = "",
                                     "labels": {**labels, DEMO_LABEL: group.name}}
             if profile:
                 meta["annotations"] = {"netaware.io/profile": profile}
+            owner = (owners or {}).get(workload.name)
+            if owner is not None:
+                meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "controller": True,
+                                            "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"]}]
             pods.append({
                 "apiVersion": "v1", "kind": "Pod", "metadata": meta,
                 "spec": {"schedulerName": scheduler_name, "containers": [

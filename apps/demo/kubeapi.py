@@ -45,6 +45,18 @@ Routes (``{g}``/``{v}`` of any registered resource; core resources live under ``
   ``spec.nodeName`` and answers a ``Status`` Success 201 (409 when already bound) — the generated client
   cannot deserialize that Status into a V1Binding, call it with ``_preload_content=False`` (see
   ``netaware_core.kube.bind_pod``). ``GET /version``.
+* ``POST /api/v1/namespaces/{ns}/pods/{name}/eviction`` (policy/v1 ``Eviction``): deletes the pod unless a
+  ``policy/v1`` PodDisruptionBudget whose selector matches it would be violated — then 429
+  ``TooManyRequests`` with a ``DisruptionBudget`` cause, as the real server answers. The budget is computed
+  live (no disruption controller): expected = the PDB's matching pods not being deleted, healthy = those
+  Ready; ``minAvailable`` (int or %, rounded up) or ``maxUnavailable`` (int or %, rounded up) gives the
+  desired healthy count; an eviction needs healthy - 1 >= desired, unless the pod is not Ready itself
+  (then healthy >= desired suffices: IfHealthyBudget). More than one matching PDB: 500, as the real server.
+  Also ``apps/v1`` deployments/replicasets and ``policy/v1`` poddisruptionbudgets are stored (schema-less).
+* ``run_controllers=True`` (the demo cluster): a ReplicaSet's stand-in. A deleted (or evicted) pod whose
+  controller ``ownerReference`` is a ReplicaSet that exists gets a replacement: a Pending pod named
+  ``<rs>-<5 random>`` with the deleted pod's labels, annotations, owner and spec minus ``nodeName`` — for the
+  scheduler to place again. Nothing else of a controller (no scaling, no template diffing).
 
 Test hooks (all thread-safe):
 
@@ -67,6 +79,8 @@ Test hooks (all thread-safe):
   ``resource_version`` (int, the current global version), ``compact()`` (forget watch history: a watch
   from any older version gets 410).
 * ``watch_delay`` (seconds, default 0): every watch event is delivered that late (a lagging watch).
+* ``never_ready`` (a set of label selector strings): bound pods matching one report Running but not Ready
+  (with ``run_bound_pods``): a replacement that never becomes Ready.
 * Faults: ``fail(status, *, method=None, path=None, times=1, delay=0.0, retry_after=None,
   reason=None, message=None)`` — the next ``times`` requests whose method matches and whose path
   matches the regex ``path`` (``re.search``) answer ``status`` with a real Status body (after
@@ -318,6 +332,42 @@ def label_selector_matches(selector: str, labels: dict[str, str]) -> bool:
     return True
 
 
+def _selector_matches(selector: Any, labels: dict[str, str]) -> bool:
+    """A metav1.LabelSelector (matchLabels, matchExpressions) against labels; an empty one matches all."""
+    if not isinstance(selector, dict):
+        return False  # a PDB without a selector selects nothing (policy/v1)
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key", ""), expr.get("operator", ""), set(expr.get("values") or [])
+        if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and labels.get(key) in values) \
+                or (op == "Exists" and key not in labels) or (op == "DoesNotExist" and key in labels):
+            return False
+    return True
+
+
+def pod_ready(pod: Obj) -> bool:
+    """The pod's Ready condition is True (what a PDB counts as healthy)."""
+    status = pod.get("status") or {}
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+
+
+def _scaled(value: Any, total: int) -> int:
+    """An IntOrString of a PDB: an int, or a percentage of ``total`` rounded up."""
+    if isinstance(value, str) and value.endswith("%"):
+        return -(-int(value[:-1]) * total // 100)
+    return int(value)
+
+
+def _desired_healthy(spec: Obj, expected: int) -> int:
+    if spec.get("minAvailable") is not None:
+        return _scaled(spec["minAvailable"], expected)
+    if spec.get("maxUnavailable") is not None:
+        return max(0, expected - _scaled(spec["maxUnavailable"], expected))
+    return expected  # neither: no disruption allowed (the real controller treats it as minAvailable 100 %)
+
+
 def _dotted(obj: Obj, path: str) -> str:
     current: Any = obj
     for part in path.split("."):
@@ -526,10 +576,13 @@ class FakeKube:
     """In-memory Kubernetes API server; see the module docstring for routes and hooks."""
 
     def __init__(self, *, history_limit: int = 20000, max_requests: int = 200_000, host: str = "127.0.0.1",
-                 run_bound_pods: bool = False):
+                 run_bound_pods: bool = False, run_controllers: bool = False):
         self.host = host
         # The demo stands in for kubelets: a bound pod reports Running (ready, an IP) at once.
         self.run_bound_pods = run_bound_pods
+        # ... and for ReplicaSet controllers: a deleted pod of an existing ReplicaSet is replaced.
+        self.run_controllers = run_controllers
+        self.never_ready: set[str] = set()
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._types: dict[Key, ResourceType] = {}
@@ -559,6 +612,9 @@ class FakeKube:
                 "", "v1", plural, kind, namespaced=namespaced, status_subresource=plural != "events"
             )
         self.register("coordination.k8s.io", "v1", "leases", "Lease", status_subresource=False)
+        self.register("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
+        self.register("apps", "v1", "replicasets", "ReplicaSet")
+        self.register("apps", "v1", "deployments", "Deployment")
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -1045,7 +1101,7 @@ class FakeKube:
         rt, namespace, name, sub = self._route(path)
         if sub is not None and not (
             (sub == "status" and rt.status_subresource)
-            or (sub == "binding" and rt.plural == "pods" and method == "POST")
+            or (sub in ("binding", "eviction") and rt.plural == "pods" and method == "POST")
         ):
             raise ApiError(404, "NotFound", f"the server could not find the requested resource ({path})")
         ns = namespace or ""
@@ -1057,6 +1113,8 @@ class FakeKube:
         if method == "POST":
             if sub == "binding":
                 return self._bind(ns, name or "", body)
+            if sub == "eviction":
+                return self._evict(ns, name or "", body)
             if name is not None:
                 raise ApiError(405, "MethodNotAllowed", "POST to a named object is not allowed")
             if rt.namespaced and namespace is None:
@@ -1067,7 +1125,10 @@ class FakeKube:
         if name is None:
             raise ApiError(405, "MethodNotAllowed", f"{method} needs an object name")
         if method == "DELETE":
-            return 200, self._delete(rt, ns, name, body)
+            gone = self._delete(rt, ns, name, body)
+            if rt.plural == "pods" and not rt.group:
+                self._replace(gone)
+            return 200, gone
         if method == "PUT":
             return 200, self._update(rt, ns, name, sub, body, query)
         if method == "PATCH":
@@ -1307,13 +1368,70 @@ class FakeKube:
             new["status"]["conditions"] = conditions
             if self.run_bound_pods:
                 containers = (new.get("spec") or {}).get("containers") or []
+                labels = (new.get("metadata") or {}).get("labels") or {}
+                ready = not any(label_selector_matches(sel, labels) for sel in self.never_ready)
                 new["status"].update(
                     phase="Running", podIP=f"10.244.{self._rv // 250 % 250}.{self._rv % 250 + 1}",
-                    containerStatuses=[{"name": c.get("name", ""), "ready": True, "restartCount": 0,
+                    containerStatuses=[{"name": c.get("name", ""), "ready": ready, "restartCount": 0,
                                         "started": True, "state": {"running": {"startedAt": _now()}}}
                                        for c in containers])
+                new["status"]["conditions"] = [
+                    *(c for c in new["status"]["conditions"] if c.get("type") != "Ready"),
+                    {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": _now()}]
             self._store_update(rt, old, new, manager="binding")
         return 201, status_body(201, "", "")  # the real server answers a bare Success Status
+
+    # -- eviction and the ReplicaSet stand-in ------------------------------------------------
+    def _evict(self, ns: str, name: str, body: Any) -> tuple[int, Obj]:
+        pods = self._types[("", "v1", "pods")]
+        if isinstance(body, dict) and body.get("kind") not in (None, "Eviction"):
+            raise ApiError(400, "BadRequest", f"the body must be an Eviction, not {body.get('kind')!r}")
+        with self._lock:
+            pod = self._existing(pods, ns, name)
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            budgets = [b for b in self._objects[("policy", "v1", "poddisruptionbudgets")].values()
+                       if (b.get("metadata") or {}).get("namespace") == ns
+                       and _selector_matches((b.get("spec") or {}).get("selector"), labels)]
+            if len(budgets) > 1:
+                raise ApiError(500, "InternalError",
+                               "This pod has more than one PodDisruptionBudget, which the eviction subresource "
+                               "does not support.")
+            if budgets and (pod.get("spec") or {}).get("nodeName"):
+                budget = budgets[0]
+                selector = (budget.get("spec") or {}).get("selector")
+                matching = [p for (pns, _), p in self._objects[("", "v1", "pods")].items()
+                            if pns == ns and _selector_matches(selector, (p.get("metadata") or {}).get("labels") or {})
+                            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+                healthy = sum(1 for p in matching if pod_ready(p))
+                desired = _desired_healthy(budget.get("spec") or {}, len(matching))
+                allowed = healthy - desired if pod_ready(pod) else healthy - desired + 1
+                if allowed <= 0:
+                    budget_name = budget["metadata"]["name"]
+                    raise ApiError(
+                        429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.",
+                        {"causes": [{"reason": "DisruptionBudget",
+                                     "message": f"The disruption budget {budget_name} needs {desired} healthy pods "
+                                                f"and has {healthy} currently"}]})
+            gone = self._delete(pods, ns, name, (body or {}).get("deleteOptions") if isinstance(body, dict) else None)
+        self._replace(gone)
+        return 201, status_body(201, "", "")
+
+    def _replace(self, gone: Obj) -> None:
+        """The ReplicaSet stand-in: a Pending copy of a deleted pod whose controlling ReplicaSet exists."""
+        if not self.run_controllers:
+            return
+        meta = gone.get("metadata") or {}
+        owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
+        ns = meta.get("namespace") or "default"
+        if owner is None or owner.get("kind") != "ReplicaSet" or self.get("apps", "v1", "replicasets",
+                                                                         owner.get("name", ""), ns) is None:
+            return
+        spec = {k: v for k, v in (gone.get("spec") or {}).items() if k != "nodeName"}
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"generateName": f"{owner['name']}-", "namespace": ns,
+                            **{k: meta[k] for k in ("labels", "annotations", "ownerReferences") if k in meta}},
+               "spec": spec, "status": {"phase": "Pending"}}
+        self._create(self._types[("", "v1", "pods")], ns, pod, keep_status=True)
 
     # -- watch ---------------------------------------------------------------------------
     def _watch(self, handler: _Handler, path: str, query: dict[str, str]) -> None:

@@ -18,12 +18,13 @@ Distributions (documented in docs/scenarios.md):
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 
@@ -156,6 +157,7 @@ class Emulator:
         self._last = self._start
         self._pings_done = 0
         self._epoch: tuple[int, ...] | None = None
+        self._links_changed = False
         self._pairs: list[tuple[str, str]] = []
         self._rows_of: dict[str, range] = {}
         self._activate(self._start)
@@ -188,8 +190,9 @@ class Emulator:
     def _activate(self, now: float) -> None:
         """Switch to the fan-out of ``now``'s epoch, keeping the state of pairs that stay."""
         epoch = self._epochs(now)  # every node's own (staggered) epoch
-        if epoch == self._epoch:
+        if epoch == self._epoch and not self._links_changed:
             return
+        self._links_changed = False
         probes, bandwidth = self.fanout_at(now)
         pairs: list[tuple[str, str]] = []
         probed: list[bool] = []
@@ -273,6 +276,31 @@ class Emulator:
         self._hist, self._rtt_sum, self._sent, self._received = hist, rtt_sum, sent, received
         self._bw_value, self._bw_ts, self._bw_next, self._since = bw_value, bw_ts, bw_next, since
         self._probed_rows = np.flatnonzero(new_probed)
+
+    def degrade(self, zone_a: str, zone_b: str, *, rtt_ms: float, loss: float) -> tuple[LinkSpec, LinkSpec]:
+        """Change the link between two zones (both directions) from now on: its RTT (the p90, like a
+        scenario's ``latency_ms``) and its loss (a fraction). The demo's "a link degrades"; the pairs'
+        counters carry on, as real agents' would. Returns the new (a->b, b->a) links."""
+        zones = set(self.scenario.zones())
+        for name, zone in (("zone_a", zone_a), ("zone_b", zone_b)):
+            if zone not in zones:
+                raise ValueError(f"{name}: unknown zone {zone!r} (the scenario's: {', '.join(sorted(zones))})")
+        if not (math.isfinite(rtt_ms) and rtt_ms > 0):
+            raise ValueError("rtt_ms must be a positive number of milliseconds")
+        if not (math.isfinite(loss) and 0 <= loss < 1):
+            raise ValueError("loss must be a fraction in [0, 1)")
+        links = dict(self.scenario.zone_links)
+        changed = []
+        for pair in ((zone_a, zone_b), (zone_b, zone_a)):
+            old = links.get(pair) or LinkSpec(latency_ms=rtt_ms, loss_pct=0.0, bandwidth_mbps=1000.0, jitter=0.1)
+            links[pair] = LinkSpec(latency_ms=float(rtt_ms), loss_pct=float(loss) * 100.0,
+                                   bandwidth_mbps=old.bandwidth_mbps, jitter=old.jitter)
+            changed.append(links[pair])
+        with self._lock:
+            self.scenario = replace(self.scenario, zone_links=links)
+            self._links_changed = True
+            self._activate(float(self._clock()))
+        return changed[0], changed[1]
 
     @property
     def active_pairs(self) -> int:
@@ -539,6 +567,26 @@ class Emulator:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                """``POST /links/degrade`` {"zones": [a, b], "rtt_ms": 40, "loss": 0.02}: ``degrade``."""
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(min(length, 65536)) if length else b""
+                if self.path.split("?", 1)[0] != "/links/degrade":
+                    self._send(404, b"not found: POST /links/degrade\n")
+                    return
+                try:
+                    body = json.loads(raw or b"{}")
+                    zones = body.get("zones") if isinstance(body, dict) else None
+                    if not (isinstance(zones, list) and len(zones) == 2 and all(isinstance(z, str) for z in zones)):
+                        raise ValueError("zones: a list of two zone names")
+                    a_b, _ = emulator.degrade(zones[0], zones[1], rtt_ms=float(body.get("rtt_ms", 0)),
+                                              loss=float(body.get("loss", 0)))
+                except (ValueError, TypeError) as exc:
+                    self._send(400, f"{exc}\n".encode())
+                    return
+                self._send(200, f"{zones[0]} <-> {zones[1]}: rtt {a_b.latency_ms:g} ms, loss "
+                                f"{a_b.loss_pct:g} %\n".encode())
 
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]

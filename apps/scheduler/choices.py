@@ -8,3 +8,5 @@ class Verb(models.TextChoices):
     PRIORITIZE = "prioritize", "prioritize"
     BIND = "bind", "bind"
     PREEMPT = "preempt", "preempt"
+    # The rebalancer's: one pod moved toward the best plan (evicted), or proposed in dry-run.
+    MOVE = "move", "move (rebalancer)"

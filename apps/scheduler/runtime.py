@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 import redis
@@ -360,12 +360,18 @@ class PlacementWriter:
 # === leader election ================================================================================
 
 
+class _Stoppable(Protocol):
+    """What the elector needs of its owner (the extender's runtime, the rebalancer): when to stop."""
+
+    stop_event: threading.Event
+
+
 class LeaderElector:
     """A coordination.k8s.io/v1 Lease, as kube-scheduler and controllers use it: the holder renews
     every ``retry`` seconds; others take over once ``duration`` passes without a renewal. A leader
     that cannot renew for ``renew_deadline`` stops leading before anyone else can start."""
 
-    def __init__(self, runtime: ExtenderRuntime, *, namespace: str, name: str, identity: str,
+    def __init__(self, runtime: _Stoppable, *, namespace: str, name: str, identity: str,
                  duration: float = 15.0, renew_deadline: float = 10.0, retry: float = 2.0) -> None:
         self.runtime = runtime
         self.path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"

@@ -30,6 +30,10 @@
    divided by the median traffic of the application's edges, so the median edge weighs 1 and the
    scorers' unweighted score is the learned one's scale; rounded to two significant digits (a few percent
    of noise does not rewrite the AppGroup, whatever the edge's size), at least 0.01.
+6. **Weight drift** (:func:`diff`). On the edges both graphs have, each side's weights are divided by
+   that side's median over those edges (only the shape counts: a declared AppGroup without weights is all
+   1, the learned one's median edge is 1); an edge whose two shares differ by ``weight_drift_ratio`` (2)
+   or more either way is *reweighted*, and a hot reweighted edge is drift like a hot missing one.
 """
 
 from __future__ import annotations
@@ -63,12 +67,15 @@ class LearningParams:
     min_requests: float = 0.01  # requests/s that make an edge active in a window
     min_bytes: float = 64.0  # bytes/s that make an edge active (TCP streams)
     hot_requests: float = 1.0  # requests/s from which a missing declared edge is drift
+    weight_drift_ratio: float = 2.0  # a common edge's weight share off by this factor is reweighted (rule 6)
 
     def __post_init__(self) -> None:
         if not 0 < self.alpha <= 1:
             raise ValueError("alpha: must be in (0, 1]")
         if self.idle_seconds < 0 or self.min_requests < 0 or self.min_bytes < 0 or self.hot_requests < 0:
             raise ValueError("idle_seconds, min_requests, min_bytes, hot_requests: must be >= 0")
+        if not self.weight_drift_ratio > 1:
+            raise ValueError("weight_drift_ratio: must be > 1")
 
 
 @dataclass(frozen=True)
@@ -394,13 +401,45 @@ class GraphDiff:
     extra: tuple[tuple[str, str], ...]  # declared, not observed
     common: tuple[tuple[str, str], ...]
     unmatched_workloads: tuple[str, ...]  # observed workloads no declared workload selects
+    # Common edges whose weight shares differ (rule 6): (source, target, declared weight, observed weight,
+    # requests/s), largest disagreement first.
+    reweighted: tuple[tuple[str, str, float, float, float], ...] = ()
 
     def hot_missing(self, threshold: float) -> int:
         return sum(1 for *_, rps in self.missing if rps >= threshold)
 
+    def hot_reweighted(self, threshold: float) -> int:
+        return sum(1 for *_, rps in self.reweighted if rps >= threshold)
 
-def diff(observed: ObservedApp, declared: AppGroupSpec | None) -> GraphDiff:
-    """Which observed edges the declared AppGroup lacks (and the reverse), matching workloads by selector."""
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def reweighted_edges(declared: Mapping[tuple[str, str], float], observed: Mapping[tuple[str, str], float],
+                     requests: Mapping[tuple[str, str], float], *, ratio: float = 2.0,
+                     ) -> tuple[tuple[str, str, float, float, float], ...]:
+    """Common edges whose weight, as a share of its side's median over the common edges, differs by
+    ``ratio`` or more (rule 6)."""
+    common = sorted(set(declared) & set(observed))
+    if not common:
+        return ()
+    d_mid = _median([declared[e] for e in common]) or 1.0
+    o_mid = _median([observed[e] for e in common]) or 1.0
+    out = []
+    for edge in common:
+        d_share, o_share = declared[edge] / d_mid, observed[edge] / o_mid
+        off = max(d_share, o_share) / max(min(d_share, o_share), 1e-9)
+        if off >= ratio:
+            out.append((off, (edge[0], edge[1], declared[edge], observed[edge], requests.get(edge, 0.0))))
+    return tuple(item for _, item in sorted(out, key=lambda x: (-x[0], x[1][0], x[1][1])))
+
+
+def diff(observed: ObservedApp, declared: AppGroupSpec | None, *, weight_drift_ratio: float = 2.0) -> GraphDiff:
+    """Which observed edges the declared AppGroup lacks (and the reverse), matching workloads by selector,
+    and which common edges it weighs unlike the traffic does."""
     rename: dict[str, str] = {}
     unmatched: list[str] = []
     for w in observed.workloads:
@@ -412,9 +451,13 @@ def diff(observed: ObservedApp, declared: AppGroupSpec | None) -> GraphDiff:
             unmatched.append(w.name)
         rename[w.name] = match.name if match is not None else w.name
     seen = {(rename[st.edge.source], rename[st.edge.target]): st.requests for st in observed.edges}
-    declared_edges = ({(w.name, d.target) for w in declared.workloads for d in w.dependencies}
-                      if declared is not None else set())
+    observed_weights = {(rename[w.name], rename[d.target]): d.weight
+                        for w in observed.spec.workloads for d in w.dependencies}
+    declared_weights = ({(w.name, d.target): d.weight for w in declared.workloads for d in w.dependencies}
+                        if declared is not None else {})
+    declared_edges = set(declared_weights)
     missing = tuple(sorted(((s, t, rps) for (s, t), rps in seen.items() if (s, t) not in declared_edges),
                            key=lambda x: (-x[2], x[0], x[1])))
     return GraphDiff(missing=missing, extra=tuple(sorted(declared_edges - set(seen))),
-                     common=tuple(sorted(declared_edges & set(seen))), unmatched_workloads=tuple(sorted(unmatched)))
+                     common=tuple(sorted(declared_edges & set(seen))), unmatched_workloads=tuple(sorted(unmatched)),
+                     reweighted=reweighted_edges(declared_weights, observed_weights, seen, ratio=weight_drift_ratio))

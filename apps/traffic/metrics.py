@@ -33,6 +33,13 @@ def traffic_metrics(now: float) -> Iterator[Metric]:
     drift = GaugeMetricFamily("netaware_traffic_declared_missing_hot_edges",
                               "Hot observed edges (>= NETAWARE_TRAFFIC_HOT_EDGE_REQUESTS req/s) that the declared "
                               "AppGroup compared with does not declare.", labels=["namespace", "appgroup", "observed"])
-    for row in ObservedAppGroup.objects.exclude(declared="").order_by("namespace", "name"):
+    reweighted = GaugeMetricFamily("netaware_traffic_declared_reweighted_hot_edges",
+                                   "Hot observed edges the declared AppGroup declares with a weight share off by the "
+                                   "weight drift ratio (2x) or more against the learned weight.",
+                                   labels=["namespace", "appgroup", "observed"])
+    for row in ObservedAppGroup.objects.exclude(declared="").order_by("namespace", "name").only(
+            "namespace", "name", "declared", "hot_missing", "diff"):
         drift.add_metric([row.namespace, row.declared, row.name], float(row.hot_missing))
+        reweighted.add_metric([row.namespace, row.declared, row.name], float((row.diff or {}).get("hot_reweighted", 0)))
     yield drift
+    yield reweighted

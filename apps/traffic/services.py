@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -484,14 +484,16 @@ def refresh_observed(*, states: Mapping[Edge, EdgeState] | None = None,
     row: AppGroup | ObservedAppGroup  # declared AppGroups first, then the observed ones
     for row in appgroup_selectors.appgroups_with_graph().filter(namespace__in={a.namespace for a in apps}):
         declared_rows.setdefault(row.namespace, []).append(row)
-    hot = learning_params().hot_requests
+    params = learning_params()
+    hot = params.hot_requests
     rows: list[ObservedAppGroup] = []
     specs: dict[tuple[str, str], AppGroupSpec] = {}
     times: dict[float, str] = {}
     for app in apps:
         declared = _declared_for(app, declared_rows.get(app.namespace, []))
         declared_spec = appgroup_selectors.appgroup_spec(appgroup=declared) if declared is not None else None
-        diff = learning.diff(app, declared_spec)
+        diff = learning.diff(app, declared_spec, weight_drift_ratio=params.weight_drift_ratio)
+        drifts = declared is not None and declared.origin != Origin.OBSERVED
         document = documents.document_from_spec(app.spec, annotations={
             appgroup_services.DESCRIPTION_ANNOTATION: "Learned from observed traffic (netaware traffic)"})
         specs[(app.namespace, app.name)] = app.spec
@@ -499,8 +501,10 @@ def refresh_observed(*, states: Mapping[Edge, EdgeState] | None = None,
             namespace=app.namespace, name=app.name, document=document, edges=_edge_rows(app, times),
             declared=declared.name if declared else "",
             diff={"missing": [list(m) for m in diff.missing], "extra": [list(e) for e in diff.extra],
-                  "common": [list(c) for c in diff.common], "unmatched_workloads": list(diff.unmatched_workloads)},
-            hot_missing=diff.hot_missing(hot) if declared is not None and declared.origin != Origin.OBSERVED else 0,
+                  "common": [list(c) for c in diff.common], "unmatched_workloads": list(diff.unmatched_workloads),
+                  "reweighted": [list(r) for r in diff.reweighted],
+                  "hot_reweighted": diff.hot_reweighted(hot) if drifts else 0},
+            hot_missing=diff.hot_missing(hot) if drifts else 0,
             mode=mode_for(namespace=app.namespace, application=app.name, modes=modes), learned_at=at))
     with transaction.atomic(), connection.cursor() as cursor:
         # One pipelined upsert per application (Django's bulk_create sends JSON as text[] arrays, whose
@@ -533,6 +537,8 @@ def adopt(*, observed: ObservedAppGroup, spec: AppGroupSpec | None = None) -> Ap
     if existing is not None and existing.origin != Origin.OBSERVED:
         raise AdoptRefused(f"AppGroup {spec.namespace}/{spec.name} exists and was written by {existing.origin}: "
                            "an observed AppGroup never overwrites it (copy the observed one into the editor instead)")
+    if existing is not None:  # traffic says what the graph is, not whether the rebalancer may move its pods
+        spec = replace(spec, rebalance_mode=existing.rebalance_mode)
     digest = documents.spec_hash(spec)
     if existing is not None and existing.spec_hash == digest:
         return existing

@@ -142,3 +142,26 @@ def seed_triage(*, bandwidth_pairs: int = 10):
     for meta in metas:
         services.upsert_node(name=meta.name, zone=meta.zone, region=meta.region, source="metrics")
     return services.store_topology(topology=topology, source="measured", data_until=ts), pairs
+
+
+# (caller, callee, requests/s, p99 seconds): fast, medium, slow and unknown latency.
+OBSERVED_EDGES = [("frontend", "cartservice", 8.0, 0.02), ("cartservice", "redis-cart", 4.0, 0.1),
+                  ("frontend", "adservice", 2.0, 0.4), ("frontend", "newservice", 1.0, float("nan"))]
+
+
+def seed_observed(namespace: str = "default"):
+    """Learned edge states of a small application (entry point ``frontend``) and its observed AppGroup,
+    through the traffic services."""
+    from django.utils import timezone
+
+    from apps.traffic import services
+    from apps.traffic.edges import Edge
+    from apps.traffic.learning import EdgeState
+
+    now = timezone.now().timestamp()
+    states = {}
+    for src, dst, rps, p99 in OBSERVED_EDGES:
+        edge = Edge(namespace, src, namespace, dst)
+        states[edge] = EdgeState(edge, "istio", rps, 0.01, 400 * rps, 1500 * rps, 0.004, p99, now - 600, now)
+    services.save_states(states)
+    return services.refresh_observed(states=states, at=timezone.now())

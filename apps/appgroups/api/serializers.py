@@ -14,7 +14,7 @@ from typing import Any
 from rest_framework import serializers
 
 from .. import documents, services
-from ..choices import Origin, TopologyMode, TopologySortingAlgorithm
+from ..choices import Origin, RebalanceMode, TopologyMode, TopologySortingAlgorithm
 from ..models import AppGroup, Placement
 
 
@@ -65,12 +65,13 @@ class AppGroupSerializer(serializers.ModelSerializer):
     min_zones = serializers.IntegerField(
         required=False, default=1,
         help_text="High availability: every workload's replicas over at least this many zones (1 = none).")
+    rebalance_mode = serializers.ChoiceField(choices=RebalanceMode.choices, required=False, default=RebalanceMode.OFF)
 
     class Meta:
         model = AppGroup
         read_only_fields = ("origin", *AppGroup.BOOKKEEPING_FIELDS)
         fields = ("id", "namespace", "name", "description", "topology_sorting_algorithm", "topology_mode", "min_zones",
-                  *read_only_fields, "workloads")
+                  "rebalance_mode", *read_only_fields, "workloads")
         # Uniqueness of (namespace, name) is services.check_appgroup's, like every other rule.
         validators: list[Any] = []
 
@@ -119,13 +120,16 @@ def api_document(attrs: dict[str, Any]) -> tuple[dict[str, Any], documents.PathM
     """Type-checked serializer data as our AppGroup document, and the map of its paths back to this one's."""
     paths = documents.PathMap({"metadata.name": "name", "metadata.namespace": "namespace", "spec.workloads": "workloads",
                                "spec.topologySortingAlgorithm": "topology_sorting_algorithm",
-                               "spec.topologyMode": "topology_mode", "spec.minZones": "min_zones"})
+                               "spec.topologyMode": "topology_mode", "spec.minZones": "min_zones",
+                               "spec.rebalanceMode": "rebalance_mode"})
     workloads = [_workload(raw, index, paths) for index, raw in enumerate((attrs.get("workloads") or {}).get("all", []))]
     spec: dict[str, Any] = {
         "topologySortingAlgorithm": attrs.get("topology_sorting_algorithm") or TopologySortingAlgorithm.KAHN,
         "topologyMode": attrs.get("topology_mode") or TopologyMode.SOFT}
     if attrs.get("min_zones") not in (None, 1):
         spec["minZones"] = attrs["min_zones"]
+    if attrs.get("rebalance_mode") not in (None, "", RebalanceMode.OFF):
+        spec["rebalanceMode"] = attrs["rebalance_mode"]
     spec["workloads"] = workloads
     document = {
         "apiVersion": documents.API_VERSION, "kind": documents.APPGROUP_KIND,

@@ -7,6 +7,7 @@ Every write and every validation goes through ``apps.appgroups.services`` (``imp
 
 from __future__ import annotations
 
+import copy
 import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.permissions import missing, page_permission, refusal
@@ -26,9 +28,10 @@ from apps.appgroups.choices import TopologyMode, TopologySortingAlgorithm
 from apps.appgroups.models import AppGroup, Placement
 from apps.scheduler.models import ObservedPod
 from apps.topology.models import Node
+from apps.traffic import selectors as traffic_selectors
 from netaware_core import quantity
 
-from ..appgroup_figures import graph_figure, placement_scores
+from ..appgroup_figures import graph_figure, graph_svg_markup, placement_scores
 from ..forms import AppGroupYAMLForm, document_yaml
 from ..overlaps import overlapping_appgroups
 from .common import data_response, error_response
@@ -121,7 +124,8 @@ def appgroup_detail(request: HttpRequest, pk: int) -> HttpResponse:
     export = reverse("appgroup-export", kwargs={"pk": appgroup.pk})
     return render(request, "dashboard/appgroups/detail.html", {
         "appgroup": appgroup, "spec": spec, "order": order, "workload_rows": workload_rows,
-        "scores": scores, "figure": graph_figure(spec, list(order.order)),
+        "scores": scores,
+        "graph": mark_safe(graph_svg_markup(spec, list(order.order))),  # graph_svg escapes every text
         "overlaps": overlapping_appgroups().get(str(appgroup), []),
         "export": {
             "netaware": export + "?format=yaml&flavor=netaware",
@@ -134,9 +138,11 @@ def appgroup_detail(request: HttpRequest, pk: int) -> HttpResponse:
 # --- structured editor --------------------------------------------------------------------------
 
 
-def _editor(request: HttpRequest, appgroup: AppGroup | None) -> HttpResponse:
+def _editor(request: HttpRequest, appgroup: AppGroup | None, prefill: dict[str, Any] | None = None) -> HttpResponse:
     if appgroup is not None:
         document = services.export_document(appgroup=appgroup, flavor="netaware")
+    elif prefill is not None:
+        document = prefill
     else:
         document = {"apiVersion": documents.API_VERSION, "kind": documents.APPGROUP_KIND,
                     "metadata": {"namespace": "default", "name": ""},
@@ -153,7 +159,15 @@ def _editor(request: HttpRequest, appgroup: AppGroup | None) -> HttpResponse:
 @require_GET
 @page_permission(ADD, what="Creating an AppGroup")
 def appgroup_new(request: HttpRequest) -> HttpResponse:
-    return _editor(request, None)
+    """The editor, empty or (``?from=observed&namespace=NS&app=NAME``) filled with an observed
+    AppGroup's document: one click from the traffic page, nothing saved until Create."""
+    if request.GET.get("from") != "observed":
+        return _editor(request, None)
+    namespace, name = request.GET.get("namespace", ""), request.GET.get("app", "")
+    observed = traffic_selectors.observed(namespace=namespace, name=name)
+    if observed is None:
+        raise Http404(f"app: no observed application {namespace}/{name}")
+    return _editor(request, None, prefill=copy.deepcopy(observed.document))
 
 
 @require_GET

@@ -138,6 +138,7 @@ def evaluation_run_data(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(EvaluationRun, pk=pk)
     return data_response(request, None, {
         "id": run.pk, "status": run.status, "stage": run.stage, "error": run.error,
+        "done": run.progress_done, "total": run.progress_total,
         "createdAt": run.created_at.timestamp(), "startedAt": run.started_at.timestamp() if run.started_at else None,
         "finishedAt": run.finished_at.timestamp() if run.finished_at else None,
     })

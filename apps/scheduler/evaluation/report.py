@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -249,6 +249,9 @@ def load_inputs(scenario_path: str | Path, appgroup_path: str | Path) -> tuple[S
     return scenario, groups
 
 
+Progress = Callable[[str, int, int], None]  # (stage, done, total): arrival orders simulated over all profiles
+
+
 def evaluate(
     scenario: Scenario,
     groups: Sequence[AppGroupSpec],
@@ -266,9 +269,12 @@ def evaluate(
     min_zones: int = 0,
     min_replicas: int = 0,
     routing: str = "uniform",
+    progress: Progress | None = None,
 ) -> EvaluationReport:
     """``degrade``: once every pod is placed, that zone pair's link degrades; each profile's result then
-    carries ``replay`` (rebalancer off vs on, ``replay.py``)."""
+    carries ``replay`` (rebalancer off vs on, ``replay.py``). ``progress(stage, done, total)`` is called before
+    the optimum and after each arrival order of each profile (``done`` of ``total`` orders over all
+    profiles), so a background run can say how far it is."""
     if seeds < 1:
         raise EvaluationInputError(f"seeds must be >= 1, got {seeds}")
     if not profiles:
@@ -297,12 +303,15 @@ def evaluate(
     transfer = transfer_model or TransferModel()
     call_ms = model.call_ms_matrix(state0.topology)
     changed = degraded_topology(scenario, degrade) if degrade is not None else None
+    total = seeds * len(parsed)
+    if with_optimum and progress is not None:
+        progress("computing the optimum (MILP)", 0, total)
     optimum = (certified_optimum(state0, groups, time_limit=time_limit, memory_limit=memory_limit)
                if with_optimum else None)
     reference = optimum.reference if optimum is not None else float("nan")
 
     results: list[ProfileResult] = []
-    for profile in parsed:
+    for number, profile in enumerate(parsed):
         t0 = time.perf_counter()
         averages: list[float] = []
         totals: list[float] = []
@@ -342,6 +351,10 @@ def evaluate(
             survived += ok
             breaking.update(broken)
             cells += zone_loss(run.final_state, groups, zones, chains=True)[0]
+            if progress is not None:
+                done = seed - first_seed + 1
+                progress(f"profile {profile.name} ({number + 1} of {len(parsed)}): order {done} of {seeds}",
+                         number * seeds + done, total)
         workload_stats = {k: Stat.of(v) for k, v in sorted(per_workload.items())}
         worst_name = min(workload_stats, key=lambda k: workload_stats[k].mean) if workload_stats else ""
         avg = Stat.of(averages)
@@ -387,6 +400,7 @@ def run_evaluation(
     min_zones: int = 0,
     min_replicas: int = 0,
     routing: str = "uniform",
+    progress: Progress | None = None,
 ) -> EvaluationReport:
     """The whole evaluation from files (what ``manage.py evaluate`` and the dashboard call).
     ``time_limit`` (s) and ``memory_limit`` (bytes; None: no limit, solved in this process) bound the
@@ -403,7 +417,7 @@ def run_evaluation(
     return evaluate(scenario, groups, profiles=profiles, seeds=seeds, first_seed=first_seed,
                     with_optimum=with_optimum, time_limit=time_limit, memory_limit=memory_limit,
                     extender_profiles=extender_profiles, degrade=degradation, min_zones=min_zones,
-                    min_replicas=min_replicas, routing=routing)
+                    min_replicas=min_replicas, routing=routing, progress=progress)
 
 
 # --------------------------------------------------------------------------- presentation

@@ -1318,6 +1318,12 @@ class PlanBook:
             for zone, count in counts.items():
                 if count > planned.get(zone, 0):
                     return f"a pod of {workload} was placed in zone {zone or '(none)'} outside the plan"
+        for workload, counts in entry.placed.items():
+            for zone, count in counts.items():
+                if placed.get(workload, {}).get(zone, 0) < count:
+                    # a pod the plan was built around is gone (evicted, e.g. by the rebalancer, or deleted):
+                    # keeping the plan would send its replacement back where it was
+                    return f"a pod of {workload} left zone {zone or '(none)'} since the plan"
         if plan.unplaced and placed != entry.placed:
             return "pods were placed since a plan that did not hold the whole AppGroup"
         need = demand_by_zone(plan, group, placed)

@@ -19,6 +19,7 @@
     algorithm: (doc.spec || {}).topologySortingAlgorithm || "KahnSort",
     mode: (doc.spec || {}).topologyMode || "soft",
     minZones: (doc.spec || {}).minZones ?? "",
+    rebalance: (doc.spec || {}).rebalanceMode || "off",  // no field on this page: kept as it was
     workloads: ((doc.spec || {}).workloads || []).map(w => ({
       extra: Object.fromEntries(Object.entries(w).filter(([k]) => !["name", "selector", "weight", "dependencies", "replicas"].includes(k))),
       name: w.name || "", weight: w.weight ?? 1, replicas: w.replicas ?? "",
@@ -45,6 +46,7 @@
     if (model.description) metadata.annotations = { [DESCRIPTION]: model.description };
     const spec = { topologySortingAlgorithm: model.algorithm, topologyMode: model.mode };
     if (num(model.minZones) !== undefined) spec.minZones = num(model.minZones);
+    if (model.rebalance && model.rebalance !== "off") spec.rebalanceMode = model.rebalance;
     return {
       apiVersion: doc.apiVersion || "netaware.io/v1alpha1", kind: doc.kind || "AppGroup", metadata,
       spec: { ...spec, workloads: model.workloads.map(w => {

@@ -1,8 +1,9 @@
 """``python manage.py demo_cluster``: serve the demo cluster's API for a scenario's nodes.
 
 An in-memory server speaking the Kubernetes REST protocol (``apps/demo/kubeapi.py``) — not a
-Kubernetes substitute: nothing runs pods. netaware's cluster watcher, AppGroup sync and extender
-talk to it as to a real API server, and so does kubectl (``kubectl --server URL get nodes,pods -o wide``).
+Kubernetes substitute: nothing runs pods, but a bound pod reports Running and Ready, a deleted or
+evicted pod of an existing ReplicaSet is replaced and Evictions honour PodDisruptionBudgets. netaware's
+cluster watcher, AppGroup sync and extender talk to it as to a real API server, and so does kubectl (``kubectl --server URL get nodes,pods -o wide``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class Command(BaseCommand):
             scenario = load_scenario(options["scenario"])
         except (OSError, ScenarioError) as exc:
             raise CommandError(f"scenario {options['scenario']}: {exc}") from exc
-        server = FakeKube(host=options["host"], max_requests=10_000, run_bound_pods=True)
+        server = FakeKube(host=options["host"], max_requests=10_000, run_bound_pods=True, run_controllers=True)
         for path in sorted((Path(settings.BASE_DIR) / "k8s" / "crds").glob("*.y*ml")):
             server.register_crd_file(path)
         server.register_defaults()

@@ -21,7 +21,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.appgroups import documents
 from apps.appgroups.services import import_document
-from apps.demo.cluster import DEMO_LABEL, pod_objects
+from apps.demo.cluster import DEMO_LABEL, pod_objects, replica_set_objects
 from apps.demo.rollout import Endpoint, ExtenderConfig, KubeScheduler, percentile
 from apps.probes.scenario import ScenarioError, load_scenario
 from apps.scheduler.evaluation.metrics import network_metrics
@@ -106,15 +106,25 @@ class Command(BaseCommand):
                                                f"?labelSelector={DEMO_LABEL}%3D{group.name}")
         if status != 200:
             raise CommandError(f"the API at {options['api']} answered {status} listing pods: {listed}")
-        pods = pod_objects(group, profile=options["profile"])
+        # The ReplicaSets go first: pods deleted while theirs exists would be replaced by the demo cluster.
+        status, sets, _ = api.request("GET", f"/apis/apps/v1/namespaces/{group.namespace}/replicasets"
+                                             f"?labelSelector={DEMO_LABEL}%3D{group.name}")
+        for old in (sets.get("items") or []) if status == 200 else []:
+            api.request("DELETE", f"/apis/apps/v1/namespaces/{group.namespace}/replicasets/{old['metadata']['name']}")
+        names = {pod["metadata"]["name"] for pod in pod_objects(group)}
         doomed = [pod["metadata"]["name"] for pod in listed.get("items") or []]
         if options["learned"]:  # the declared rollout's pods of the same names make way for the learned ones
             status, others, _ = api.request("GET", f"/api/v1/namespaces/{group.namespace}/pods?labelSelector={DEMO_LABEL}")
-            names = {pod["metadata"]["name"] for pod in pods}
             doomed += [p["metadata"]["name"] for p in (others.get("items") or []) if status == 200
                        and p["metadata"]["name"] in names and p["metadata"]["name"] not in doomed]
         for name in doomed:
             api.request("DELETE", f"/api/v1/namespaces/{group.namespace}/pods/{name}")
+        owners: dict[str, dict[str, Any]] = {}
+        for rs, workload in zip(replica_set_objects(group), group.workloads, strict=True):
+            status, created, _ = api.request("POST", f"/apis/apps/v1/namespaces/{group.namespace}/replicasets", rs)
+            if status in (200, 201):
+                owners[workload.name] = created
+        pods = pod_objects(group, profile=options["profile"], owners=owners)
         for pod in pods:
             if options["learned"]:  # the learned AppGroup claims them, whatever else selects the same labels
                 pod["metadata"]["labels"][documents.APPGROUP_LABEL] = group.name
