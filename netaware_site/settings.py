@@ -341,6 +341,10 @@ NETAWARE: dict[str, Any] = {
     # Bind answers within this many seconds whatever the Kubernetes API does (keep it below the
     # KubeSchedulerConfiguration's httpTimeout, 5 s as shipped).
     "BIND_DEADLINE_SECONDS": env_float("NETAWARE_BIND_DEADLINE_SECONDS", 3.0),
+    # Filter and prioritize answer within this many seconds of having the body, whatever the request's
+    # size: nodes not evaluated by then fail (filter) or score neutral (prioritize) with the reason. Keep
+    # it plus run_extender's --body-timeout (1 s) below the httpTimeout (5 s as shipped).
+    "EXTENDER_DEADLINE_SECONDS": env_float("NETAWARE_EXTENDER_DEADLINE_SECONDS", 3.0),
     # How often the extender's loader compares the database fingerprint (change notifications over
     # Redis usually arrive first) and how often node usage is reloaded.
     "STATE_DB_CHECK_SECONDS": env_float("NETAWARE_STATE_DB_CHECK_SECONDS", 2.0),

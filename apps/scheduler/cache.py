@@ -32,6 +32,7 @@ from apps.appgroups.graph import AppGroupSpec
 from apps.topology.topomath import Topology
 
 from .scoring.common import resolve_in
+from .scoring.default_plugins import NO_CONSTRAINTS, NodeConstraints, Taint, node_constraints_reason
 from .scoring.plans import DEFAULT_BUDGET_S, PlanBook
 from .scoring.state import ClusterState, NodeResources, NodeUsage, evolve
 
@@ -49,6 +50,7 @@ class NodeRecord:
 
     resources: NodeResources
     ready: bool = True
+    taints: tuple[Taint, ...] = ()  # spec.taints (bind checks NoSchedule/NoExecute against tolerations)
 
     @property
     def name(self) -> str:
@@ -69,6 +71,8 @@ class PodRecord:
     # The workload when the source knows it without labels (the database's Placement rows); None =
     # resolve from labels against the AppGroups.
     workload: WorkloadKey | None = None
+    # nodeSelector, required node affinity, tolerations (the database source knows none of them)
+    constraints: NodeConstraints = NO_CONSTRAINTS
 
     @property
     def key(self) -> PodKey:
@@ -114,6 +118,29 @@ class _Assumed:
     node: str
     at: float
     bound: bool = False  # the Binding call succeeded; kept until the watch shows the pod on ``node``
+    in_doubt: bool = False  # the Binding call got no answer: it may land or not (the watch tells)
+
+
+@dataclass(frozen=True)
+class BindInDoubt:
+    """A Binding that got no answer in time (outcome unknown), until the watch settles it."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    at: float  # monotonic time the bind was answered "unknown"
+
+
+@dataclass(frozen=True)
+class BindSettled:
+    """What the watch showed about a bind in doubt: ``node`` where the pod is bound ("" = nowhere),
+    ``bound`` whether that is the node the bind asked for, ``reason`` why not."""
+
+    bind: BindInDoubt
+    bound: bool
+    node: str = ""
+    reason: str = ""
 
 
 class BindRefused(Exception):
@@ -135,6 +162,8 @@ class SchedulingCache:
         self._nodes: dict[str, NodeRecord] = {}
         self._pods: dict[PodKey, PodRecord] = {}
         self._assumed: dict[PodKey, _Assumed] = {}
+        self._in_doubt: dict[PodKey, BindInDoubt] = {}  # binds answered "unknown", not settled yet
+        self._settled: list[BindSettled] = []  # settled by the watch, not yet taken (``take_settled``)
         # What each pod contributes now: (node, cpu, memory, workload) or None.
         self._contrib: dict[PodKey, tuple[str, int, int, WorkloadKey | None] | None] = {}
         self._requested: dict[str, list[int]] = {}  # node -> [cpu, memory, pod count]
@@ -269,7 +298,9 @@ class SchedulingCache:
             if pod.terminal:
                 raise BindRefused(f"pod {namespace}/{name} is terminating or finished")
             assumed = self._assumed.get(key)
-            current = assumed.node if assumed is not None else pod.node
+            # A Binding in doubt may have landed or not: the API server, which binds a pod once,
+            # decides a new bind (409 if the first landed), not a guess here.
+            current = assumed.node if assumed is not None and not assumed.in_doubt else pod.node
             if current and current != node:
                 raise BindRefused(f"pod {namespace}/{name} is already bound to {current}")
             target = self._nodes.get(node)
@@ -277,12 +308,17 @@ class SchedulingCache:
                 raise BindRefused(f"node {node} is unknown to the scheduling cache")
             if not target.ready:
                 raise BindRefused(f"node {node} is not Ready")
+            unfit = node_constraints_reason(pod.constraints, node_name=node, labels=target.resources.labels,
+                                            taints=target.taints)
+            if unfit is not None:
+                raise BindRefused(f"pod {namespace}/{name} may not run there: {unfit}")
             if current == node and (pod.node == node or (assumed is not None and assumed.bound)):
                 return False  # a re-sent bind for a placement already made
             if current != node:
                 self._assumed[key] = _Assumed(uid or pod.uid, node, self.clock())
                 self._recount(key)
-                self._note_binding(node)
+                if assumed is None or assumed.node != node:
+                    self._note_binding(node)
             return True
 
     def forget(self, *, namespace: str, name: str, uid: str = "") -> None:
@@ -301,6 +337,30 @@ class SchedulingCache:
             assumed = self._assumed.get((namespace, name))
             if assumed is not None:
                 assumed.bound = True
+
+    def in_doubt(self, *, namespace: str, name: str, uid: str, node: str) -> None:
+        """The Binding got no answer in time: keep the placement assumed (it may well land) and
+        settle it from the watch (``take_settled``), or as failed after ``ASSUME_TTL`` unseen."""
+        key = (namespace, name)
+        with self._lock:
+            assumed = self._assumed.get(key)
+            if assumed is not None and assumed.node == node and (not uid or assumed.uid in ("", uid)):
+                assumed.in_doubt = True
+            self._in_doubt[key] = BindInDoubt(namespace, name, uid, node, self.clock())
+            pod = self._pods.get(key)
+            if pod is not None:
+                self._settle(key, pod)  # the watch may have been quicker than the answer
+
+    def take_settled(self) -> list[BindSettled]:
+        """Binds in doubt that the watch settled since the last call (and those unseen for longer
+        than ``ASSUME_TTL``, as failed)."""
+        with self._lock:
+            horizon = self.clock() - self.ASSUME_TTL
+            for key, doubt in [(k, d) for k, d in self._in_doubt.items() if d.at < horizon]:
+                del self._in_doubt[key]
+                self._settled.append(BindSettled(doubt, False, "", f"no binding seen within {self.ASSUME_TTL:g} s"))
+            settled, self._settled = self._settled, []
+            return settled
 
     def good_at(self, source: str) -> float | None:
         """Monotonic time the source last delivered good data (None: never)."""
@@ -341,8 +401,29 @@ class SchedulingCache:
             self._sources[source] = new
             self._other_dirty = True
 
+    def _settle(self, key: PodKey, pod: PodRecord | None) -> None:
+        """Settle a bind in doubt from what the watch shows of its pod (None: deleted)."""
+        doubt = self._in_doubt.get(key)
+        if doubt is None:
+            return
+        if pod is None:
+            outcome = BindSettled(doubt, False, "", "the pod was deleted before a binding was seen")
+        elif pod.uid and doubt.uid and pod.uid != doubt.uid:
+            outcome = BindSettled(doubt, False, "", f"the pod was replaced (UID {pod.uid}) before a binding was seen")
+        elif pod.node:
+            outcome = BindSettled(doubt, pod.node == doubt.node, pod.node,
+                                  "" if pod.node == doubt.node else f"the pod was bound to {pod.node} instead")
+        elif pod.terminal:
+            outcome = BindSettled(doubt, False, "", "the pod finished or is terminating, never bound")
+        else:
+            return
+        del self._in_doubt[doubt.namespace, doubt.name]
+        self._settled.append(outcome)
+
     def _put_pod(self, record: PodRecord) -> None:
         key = record.key
+        if self._in_doubt:
+            self._settle(key, record)
         assumed = self._assumed.get(key)
         if assumed is not None:
             if record.uid and assumed.uid and record.uid != assumed.uid:
@@ -357,6 +438,8 @@ class SchedulingCache:
         self._recount(key)
 
     def _drop_pod(self, key: PodKey) -> None:
+        if self._in_doubt:
+            self._settle(key, None)
         if self._pods.pop(key, None) is None:
             return
         self._assumed.pop(key, None)

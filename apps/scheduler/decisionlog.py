@@ -42,6 +42,28 @@ _FIELDS = ("verb", "pod_namespace", "pod_name", "pod_uid", "profile", "workload"
 _JSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 
 
+# Column widths of the decision log: a name longer than Kubernetes allows (the request is refused or
+# answered anyway) is cut to fit, so its record never fails the drain (issue 21; fuzzing found it).
+_COLUMN_LIMITS: dict[str, int] = {f.name: limit for f in Decision._meta.fields
+                                  if (limit := getattr(f, "max_length", None)) and f.name != "verb"}
+
+
+def new_record(*, verb: str, pod_namespace: str = "", pod_name: str = "", pod_uid: str = "", profile: str = "",
+               workload: str = "", node: str = "", candidates: int = 0, result: Mapping[str, Any] | None = None,
+               breakdown: Mapping[str, Any] | None = None, error: str = "", duration_ms: float = 0.0) -> dict[str, Any]:
+    """One decision as ``DecisionLog.add`` takes it, its names cut to the columns' widths."""
+    record: dict[str, Any] = {
+        "ts": timezone.now().isoformat(), "verb": str(verb), "pod_namespace": pod_namespace, "pod_name": pod_name,
+        "pod_uid": pod_uid, "profile": profile, "workload": workload, "node": node, "candidates": candidates,
+        "result": dict(result or {}), "breakdown": breakdown, "error": error, "duration_ms": duration_ms,
+    }
+    for name, limit in _COLUMN_LIMITS.items():
+        value = record.get(name)
+        if isinstance(value, str) and len(value) > limit:
+            record[name] = value[: limit - 1] + "…"
+    return record
+
+
 def encode(record: Mapping[str, Any]) -> bytes:
     """Header JSON (everything but the breakdown) + the breakdown as zlib'd JSON (level 1: far
     cheaper than jsonb parsing or TOAST's pglz, and zlib runs without the GIL)."""

@@ -30,14 +30,16 @@ REQUEST_SECONDS = Histogram(
 REQUESTS = Counter(
     "netaware_extender_requests",
     "Extender calls answered, by verb and outcome (ok; degraded = answered without the scheduling "
-    "cache: every node passes / neutral scores; error = the answer carries an Error).",
+    "cache: every node passes / neutral scores; deadline = nodes not evaluated within the extender's "
+    "deadline failed / scored neutral; error = the answer carries an Error).",
     ["verb", "outcome"],
     registry=REGISTRY,
 )
 BINDS = Counter(
     "netaware_extender_binds",
-    "Bind calls by outcome: ok, refused (not ours: scheduler name, UID, bound, unknown or unready node), "
-    "failed (the Kubernetes API refused or did not answer within the deadline).",
+    "Bind calls by outcome: ok, refused (not ours: scheduler name, UID, bound, unknown or unready node, "
+    "a node the pod may not use), failed (the Kubernetes API refused, or could not be reached in time), "
+    "unknown (the Binding was sent but not answered within the deadline: the pod watch settles it).",
     ["outcome"],
     registry=REGISTRY,
 )
@@ -71,7 +73,7 @@ def observe_request(verb: str, seconds: float, outcome: str) -> None:
 
 
 def count_bind(outcome: str) -> None:
-    """One bind answered with ``outcome`` (ok, refused, failed)."""
+    """One bind answered with ``outcome`` (ok, refused, failed, unknown)."""
     counter = _BINDS_BY_OUTCOME.get(outcome)
     if counter is None:
         counter = _BINDS_BY_OUTCOME[outcome] = BINDS.labels(outcome)
@@ -104,6 +106,13 @@ class _RuntimeCollector(Collector):
         yield GaugeMetricFamily("netaware_extender_assumed_pods",
                                 "Binds answered but not yet confirmed by the pod watch.",
                                 value=float(rt.cache.assumed_count()))
+        settled = CounterMetricFamily(
+            "netaware_extender_binds_settled",
+            "Binds answered unknown that the pod watch settled: bound (to the node asked for) or failed "
+            "(elsewhere, deleted, or no binding seen within 30 s).", labels=["outcome"])
+        for outcome in ("bound", "failed"):
+            settled.add_metric([outcome], float(rt.binds_settled[outcome]))
+        yield settled
         yield CounterMetricFamily("netaware_decisions_recorded",
                                   "Decisions recorded by requests (recorded - logged - dropped wait in the process).",
                                   value=float(rt.decisions.recorded))

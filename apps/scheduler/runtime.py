@@ -30,6 +30,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -47,8 +48,9 @@ from apps.topology.selectors import current_topology
 from netaware_core import deadletter, kube
 from netaware_core.informer import ListWatch
 
-from . import selectors, wire
+from . import decisionlog, selectors, wire
 from .cache import BindRefused, CacheView, PodRecord, SchedulingCache, WorkloadKey
+from .choices import Verb
 from .decisionlog import DecisionLog
 from .selectors import conf
 
@@ -347,6 +349,7 @@ class PlacementWriter:
             stop.wait(0.2 if not self.failing else 1.0)
             try:
                 close_old_connections()
+                self.runtime.settle_binds()
                 self.write_pending()
             except Exception:
                 log.exception("placement writer failed")
@@ -457,6 +460,10 @@ class ExtenderRuntime:
         self.elector: LeaderElector | None = None
         self.started = False
         self.started_at = time.monotonic()
+        self.binds_settled = {"bound": 0, "failed": 0}  # binds answered "unknown", settled by the watch
+        # Big filter/prioritize evaluations, so the request thread can answer at the deadline (two:
+        # evaluations given up still finish here, and must not pile up).
+        self.overtime = ThreadPoolExecutor(max_workers=2, thread_name_prefix="extender-overtime")
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -497,6 +504,7 @@ class ExtenderRuntime:
         self.wake.set()
         for thread in self.threads:
             thread.join(timeout=5)
+        self.overtime.shutdown(wait=False, cancel_futures=True)
         self.decisions.stop(ship=ship)
 
     # --- what requests use ------------------------------------------------------------------------
@@ -519,8 +527,9 @@ class ExtenderRuntime:
     def bind(self, *, namespace: str, name: str, uid: str, node: str, deadline: float) -> tuple[str, str]:
         """Bind the pod if it is ours, within ``deadline`` (monotonic). Returns (error, outcome):
         ("", "ok"), (why, "refused") when it is not ours to bind, (why, "failed") when the API
-        refused or did not answer in time. The placement is assumed in the cache before the API
-        call and forgotten if the call fails."""
+        refused, (why, "unknown") when the Binding was sent but not answered in time (it may still
+        land). The placement is assumed in the cache before the API call, forgotten if the call
+        fails and kept while unknown, until the pod watch settles it (``settle_binds``)."""
         cache = self.cache
         try:
             needed = cache.assume(namespace=namespace, name=name, uid=uid, node=node)
@@ -545,7 +554,10 @@ class ExtenderRuntime:
                 return str(again), "refused"
         if not needed:
             return "", "ok"
-        error = self._create_binding(namespace=namespace, name=name, uid=uid, node=node, deadline=deadline)
+        error, doubtful = self._create_binding(namespace=namespace, name=name, uid=uid, node=node, deadline=deadline)
+        if error and doubtful:
+            cache.in_doubt(namespace=namespace, name=name, uid=uid, node=node)
+            return error, "unknown"
         if error:
             cache.forget(namespace=namespace, name=name, uid=uid)
             return error, "failed"
@@ -556,6 +568,31 @@ class ExtenderRuntime:
             self.placements.add(_Placed(namespace, name, uid or (record.uid if record else ""), node, workload))
         return "", "ok"
 
+    def settle_binds(self) -> int:
+        """Record what the pod watch showed about binds answered "unknown": a decision saying bound
+        or failed (``result.settles`` = "unknown") and, when bound, the placement."""
+        settled = self.cache.take_settled()
+        for outcome in settled:
+            bind = outcome.bind
+            self.binds_settled["bound" if outcome.bound else "failed"] += 1
+            if outcome.bound:
+                record = self.cache.pod(bind.namespace, bind.name)
+                workload = self._workload_of(record)
+                if workload is not None:
+                    self.placements.add(_Placed(bind.namespace, bind.name, bind.uid or (record.uid if record else ""),
+                                                bind.node, workload))
+            else:
+                log.warning("bind %s/%s to %s (answered unknown): %s", bind.namespace, bind.name, bind.node,
+                            outcome.reason)
+            if conf("DECISION_LOG"):
+                self.decisions.add(decisionlog.new_record(
+                    verb=Verb.BIND, pod_namespace=bind.namespace, pod_name=bind.name, pod_uid=bind.uid,
+                    node=outcome.node or bind.node, candidates=1, error=outcome.reason,
+                    result={"bound": outcome.bound, "outcome": "bound" if outcome.bound else "failed",
+                            "settles": "unknown", "node": bind.node,
+                            "after_s": round(time.monotonic() - bind.at, 3)}))
+        return len(settled)
+
     def _workload_of(self, record: PodRecord | None) -> WorkloadKey | None:
         if record is None:
             return None
@@ -564,25 +601,37 @@ class ExtenderRuntime:
         # next filter to rebuild it again once the watch event lands.
         return self.cache.workload_of(record)
 
-    def _create_binding(self, *, namespace: str, name: str, uid: str, node: str, deadline: float) -> str:
+    def _create_binding(self, *, namespace: str, name: str, uid: str, node: str, deadline: float) -> tuple[str, bool]:
+        """(error, in doubt): in doubt when a Binding may have reached the API server without an
+        answer (a timeout, a connection lost after sending) and nothing later settled it."""
         attempt = 0
+        doubtful = False
+        what = f"binding {namespace}/{name} to {node}"
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0.01:
-                return f"binding {namespace}/{name} to {node}: no answer from the Kubernetes API within the deadline"
+                if doubtful:
+                    return (f"{what}: outcome unknown, the Kubernetes API did not answer within the deadline; "
+                            "the binding may still land (the pod watch will tell)"), True
+                return f"{what}: no answer from the Kubernetes API within the deadline", False
             try:
                 kube.create_binding(namespace=namespace, pod=name, node=node, uid=uid, timeout=remaining)
-                return ""
+                return "", False
             except Exception as exc:
                 status = kube.status_of(exc)
                 if status == 409 and self._already_on(namespace, name, node, uid, deadline):
-                    return ""  # a retried bind whose first attempt went through
+                    return "", False  # a retried bind whose first attempt went through
                 if status == 409 or not kube.is_retryable(exc):
-                    return f"binding {namespace}/{name} to {node} failed: {kube.describe(exc)}"
+                    return f"{what} failed: {kube.describe(exc)}", False
+                # Refused connections never carried the request; anything else after sending may have.
+                doubtful = doubtful or (status is None and not isinstance(exc, ConnectionRefusedError))
                 delay = kube.backoff_delay(attempt, base_delay=0.05, max_delay=0.5)
                 attempt += 1
                 if time.monotonic() + delay >= deadline:
-                    return f"binding {namespace}/{name} to {node} failed: {kube.describe(exc)}"
+                    if doubtful:
+                        return (f"{what}: outcome unknown ({kube.describe(exc)}); the binding may still land "
+                                "(the pod watch will tell)"), True
+                    return f"{what} failed: {kube.describe(exc)}", False
                 time.sleep(delay)
 
     def _already_on(self, namespace: str, name: str, node: str, uid: str, deadline: float) -> bool:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from django.db import transaction
@@ -39,6 +40,7 @@ from .selectors import conf
 log = logging.getLogger(__name__)
 
 NEUTRAL_EXTENDER_SCORE = 5  # NEUTRAL_SCORE 50 on 0..100 -> 5 on kube-scheduler's 0..10
+_T = TypeVar("_T")
 
 
 # === decision log ==============================================================================
@@ -60,35 +62,10 @@ def log_decision(
     """Record one decision: appended in O(1); encoded and shipped by the decision log's thread."""
     if not conf("DECISION_LOG"):
         return
-    process_runtime().decisions.add(_fit_columns({
-        "ts": timezone.now().isoformat(),
-        "verb": str(verb),
-        "pod_namespace": pod.namespace if pod else "",
-        "pod_name": pod.name if pod else "",
-        "pod_uid": pod.uid if pod else "",
-        "profile": profile,
-        "workload": workload,
-        "node": node,
-        "candidates": candidates,
-        "result": dict(result or {}),
-        "breakdown": breakdown,
-        "error": error,
-        "duration_ms": (time.perf_counter() - started) * 1000.0,
-    }))
-
-
-# Column widths of the decision log: a name longer than Kubernetes allows (the request is refused or
-# answered anyway) is cut to fit, so its record never fails the drain (issue 21; fuzzing found it).
-_COLUMN_LIMITS: dict[str, int] = {f.name: limit for f in Decision._meta.fields
-                                  if (limit := getattr(f, "max_length", None)) and f.name != "verb"}
-
-
-def _fit_columns(record: dict[str, Any]) -> dict[str, Any]:
-    for name, limit in _COLUMN_LIMITS.items():
-        value = record.get(name)
-        if isinstance(value, str) and len(value) > limit:
-            record[name] = value[: limit - 1] + "…"
-    return record
+    process_runtime().decisions.add(decisionlog.new_record(
+        verb=verb, pod_namespace=pod.namespace if pod else "", pod_name=pod.name if pod else "",
+        pod_uid=pod.uid if pod else "", profile=profile, workload=workload, node=node, candidates=candidates,
+        result=result, breakdown=breakdown, error=error, duration_ms=(time.perf_counter() - started) * 1000.0))
 
 
 def log_bad_request(*, verb: str, error: str, started: float) -> None:
@@ -122,9 +99,7 @@ class _Context:
         view = rt.view()
         serving, why = rt.serving()
         self.view: CacheView = view
-        self.unavailable = "" if serving else why
-        if self.unavailable:
-            metrics.set_outcome("degraded")
+        self.unavailable = "" if serving else why  # the handler sets the "degraded" outcome (its thread)
         now = time.monotonic()
         self.stale = view.stale_notes(now)
         if view.state.topology.stale_reason:
@@ -193,28 +168,87 @@ def _memo() -> bool:
     return bool(conf("ENGINE_MEMO"))
 
 
+# === the deadline of filter and prioritize =======================================================
+
+DEADLINE_REASON = "netaware: deadline exceeded, not evaluated"
+# Up to this many candidates are evaluated on the request thread (milliseconds); more go to the
+# runtime's pool, where the answer stops waiting for them at the deadline.
+GUARDED_CANDIDATES = 2000
+PARSE_SHARE = 0.4  # of EXTENDER_DEADLINE_SECONDS, for parsing Node objects (the rest evaluates them)
+ANSWER_SHARE = 0.35  # kept back to build the answer (while a given-up evaluation still runs)
+
+
+def _parse_until(started: float) -> float:
+    return started + PARSE_SHARE * float(conf("EXTENDER_DEADLINE_SECONDS"))
+
+
+def _within(rt: ExtenderRuntime, started: float, count: int, work: Callable[[], _T]) -> _T | None:
+    """``work()``, or None when it would end past the deadline: big requests run on the runtime's
+    pool and are given up at the deadline (the pool thread finishes and its result is dropped)."""
+    if count <= GUARDED_CANDIDATES:
+        return work()
+    budget = float(conf("EXTENDER_DEADLINE_SECONDS"))
+    future = rt.overtime.submit(work)
+    try:
+        return future.result(timeout=max(0.0, started + (1 - ANSWER_SHARE) * budget - time.perf_counter()))
+    except FutureTimeout:
+        future.cancel()
+        return None
+
+
+def _late_error(*, evaluated: int, total: int) -> str:
+    return (f"deadline of {float(conf('EXTENDER_DEADLINE_SECONDS')):g} s exceeded: {evaluated} of {total} nodes "
+            "evaluated in time (send node names only, nodeCacheCapable: true, for large clusters)")
+
+
 # === filter =====================================================================================
 
 
 def handle_filter(body: bytes, started: float) -> bytes:
+    """Nodes not evaluated within EXTENDER_DEADLINE_SECONDS (unparsed, or the whole request when
+    evaluating would end past it) fail with DEADLINE_REASON: kube-scheduler places the pod only on
+    nodes this extender checked, and a failed node (not unresolvable) stays open to preemption."""
     rt = process_runtime()
-    args = wire.parse_extender_args(body, rt.wire)
-    ctx = _Context(rt, args.pod, args.nodes)
+    args = wire.parse_extender_args(body, rt.wire, parse_until=_parse_until(started))
     candidates = args.candidates
-    if ctx.unavailable:
-        log_decision(verb=Verb.FILTER, pod=args.pod, started=started, candidates=len(candidates),
-                     result=ctx.result(passed=len(candidates)), error=f"degraded, every node passes: {ctx.unavailable}")
-        return wire.filter_result(args=args, passed=candidates, failed={}, unresolvable={})
-    outcome = engine.run_filters(ctx.state, args.pod, list(candidates), ctx.profile, memo=_memo())
-    failed = dict(outcome.failed)
+    late = dict.fromkeys(args.unparsed, DEADLINE_REASON)
+    total = len(candidates) + len(late)
+
+    def evaluate() -> tuple[_Context, engine.FilterOutcome | None]:
+        ctx = _Context(rt, args.pod, args.nodes)
+        if ctx.unavailable:
+            return ctx, None
+        return ctx, engine.run_filters(ctx.state, args.pod, list(candidates), ctx.profile, memo=_memo())
+
+    done = _within(rt, started, len(candidates), evaluate)
+    if done is None:
+        metrics.set_outcome("deadline")
+        late.update(dict.fromkeys(candidates, DEADLINE_REASON))
+        log_decision(verb=Verb.FILTER, pod=args.pod, started=started, candidates=total,
+                     result={"passed": 0, "failed": total, "not_evaluated": total},
+                     error=_late_error(evaluated=0, total=total))
+        return wire.filter_result(args=args, passed=[], failed=late, unresolvable={})
+    ctx, outcome = done
+    if late:
+        metrics.set_outcome("deadline")
+    if outcome is None:
+        metrics.set_outcome("degraded")
+        log_decision(verb=Verb.FILTER, pod=args.pod, started=started, candidates=total,
+                     result=ctx.result(passed=len(candidates),
+                                       **({"failed": len(late), "not_evaluated": len(late)} if late else {})),
+                     error=f"degraded, every node passes: {ctx.unavailable}")
+        return wire.filter_result(args=args, passed=candidates, failed=late, unresolvable={})
+    failed = {**outcome.failed, **late}
     unresolvable = dict(outcome.unresolvable)
     passed = list(outcome.passed)
     log_decision(
         verb=Verb.FILTER, pod=args.pod, started=started, profile=ctx.profile_name,
-        workload=_workload_label(outcome.workload), candidates=len(candidates),
+        workload=_workload_label(outcome.workload), candidates=total,
         result=ctx.result(passed=len(passed), failed=len(failed), unresolvable=len(unresolvable),
-                          notes=outcome.notes, **({"plan": dict(outcome.plan)} if outcome.plan else {})),
+                          notes=outcome.notes, **({"plan": dict(outcome.plan)} if outcome.plan else {}),
+                          **({"not_evaluated": len(late)} if late else {})),
         breakdown={"reasons": {**failed, **unresolvable}},
+        error=_late_error(evaluated=len(candidates), total=total) if late else "",
     )
     return wire.filter_result(args=args, passed=passed, failed=failed, unresolvable=unresolvable)
 
@@ -223,31 +257,54 @@ def handle_filter(body: bytes, started: float) -> bytes:
 
 
 def handle_prioritize(body: bytes, started: float) -> bytes:
+    """Nodes not evaluated within EXTENDER_DEADLINE_SECONDS get the neutral score (no opinion)."""
     rt = process_runtime()
-    args = wire.parse_extender_args(body, rt.wire)
-    ctx = _Context(rt, args.pod, args.nodes)
+    args = wire.parse_extender_args(body, rt.wire, parse_until=_parse_until(started))
     candidates = list(args.candidates)
-    if ctx.unavailable:
-        log_decision(verb=Verb.PRIORITIZE, pod=args.pod, started=started, candidates=len(candidates),
+    late = list(args.unparsed)
+    total = len(candidates) + len(late)
+
+    def evaluate() -> tuple[_Context, engine.ScoreOutcome | None]:
+        ctx = _Context(rt, args.pod, args.nodes)
+        if ctx.unavailable:
+            return ctx, None
+        return ctx, engine.run_scorers(ctx.state, args.pod, candidates, ctx.profile, memo=_memo())
+
+    done = _within(rt, started, len(candidates), evaluate)
+    if done is None:
+        metrics.set_outcome("deadline")
+        log_decision(verb=Verb.PRIORITIZE, pod=args.pod, started=started, candidates=total,
+                     result={"neutral": True, "not_evaluated": total}, error=_late_error(evaluated=0, total=total))
+        return wire.bulk_prioritize_result(candidates + late, [NEUTRAL_EXTENDER_SCORE] * total)
+    ctx, outcome = done
+    if late:
+        metrics.set_outcome("deadline")
+    if outcome is None:
+        metrics.set_outcome("degraded")
+        log_decision(verb=Verb.PRIORITIZE, pod=args.pod, started=started, candidates=total,
                      result=ctx.result(neutral=True), error=f"degraded, neutral scores: {ctx.unavailable}")
-        return wire.prioritize_result(candidates, [NEUTRAL_EXTENDER_SCORE] * len(candidates), rt.wire)
-    outcome = engine.run_scorers(ctx.state, args.pod, candidates, ctx.profile, memo=_memo())
+        return wire.prioritize_result(candidates + late, [NEUTRAL_EXTENDER_SCORE] * total, rt.wire)
     extender = np.asarray(outcome.extender, dtype=np.int64)
     np.clip(extender, 0, 10, out=extender)
     nodes = list(outcome.nodes)
     best = nodes[int(np.argmax(outcome.total))] if nodes else ""
     log_decision(
         verb=Verb.PRIORITIZE, pod=args.pod, started=started, profile=ctx.profile_name,
-        workload=_workload_label(outcome.workload), node=best, candidates=len(candidates),
-        result=ctx.result(best=best, notes=outcome.notes, placed=_placed_in_group(ctx.state, outcome.workload)),
+        workload=_workload_label(outcome.workload), node=best, candidates=total,
+        result=ctx.result(best=best, notes=outcome.notes, placed=_placed_in_group(ctx.state, outcome.workload),
+                          **({"not_evaluated": len(late)} if late else {})),
         breakdown={
             "nodes": nodes,
             "total": np.round(outcome.total, 2),
             "extender": extender,
             "scorers": {name: np.round(arr, 2) for name, arr in outcome.breakdown.items()},
         },
+        error=_late_error(evaluated=len(candidates), total=total) if late else "",
     )
-    return wire.prioritize_result(nodes, extender.tolist(), rt.wire)
+    scores = extender.tolist() + [NEUTRAL_EXTENDER_SCORE] * len(late)
+    if total > GUARDED_CANDIDATES:
+        return wire.bulk_prioritize_result(nodes + late, scores)
+    return wire.prioritize_result(nodes + late, scores, rt.wire)
 
 
 # === bind =======================================================================================
@@ -270,8 +327,9 @@ def handle_bind(body: bytes, started: float) -> bytes:
     if error:
         metrics.set_outcome("error")
         log.warning("bind %s/%s to %s: %s", pod.namespace, pod.name, binding.node, error)
+    # "unknown": the Binding went out unanswered; a later record (result.settles) says how it ended.
     log_decision(verb=Verb.BIND, pod=pod, started=started, node=binding.node, candidates=1,
-                 result={"bound": not error}, error=error)
+                 result={"bound": None if outcome == "unknown" else not error, "outcome": outcome}, error=error)
     return wire.binding_result(error)
 
 
@@ -283,6 +341,7 @@ def handle_preempt(body: bytes, started: float) -> bytes:
     ctx = _Context(process_runtime(), args.pod, None)
     nodes = list(args.victims)
     if ctx.unavailable:
+        metrics.set_outcome("degraded")
         log_decision(verb=Verb.PREEMPT, pod=args.pod, started=started, candidates=len(nodes),
                      result=ctx.result(kept=nodes), error=f"degraded, victims passed through: {ctx.unavailable}")
         return wire.preemption_result(args.victims)

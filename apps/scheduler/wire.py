@@ -12,13 +12,28 @@ Framework-free on purpose: the parsers take bytes and return frozen dataclasses,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import gc
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import orjson
 
 from apps.scheduler.cache import NodeRecord, PodRecord
+from apps.scheduler.scoring.default_plugins import (
+    FIELD_SELECTOR_OPERATORS,
+    NO_CONSTRAINTS,
+    NODE_SELECTOR_OPERATORS,
+    TOLERATION_OPERATORS,
+    NodeConstraints,
+    NodeSelectorTerm,
+    Requirement,
+    Taint,
+    Toleration,
+)
 from apps.scheduler.scoring.state import NodeResources, PodInfo
 from netaware_core import quantity
 
@@ -116,6 +131,34 @@ def load_json(body: bytes) -> Any:
         return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise WireError(f"body: malformed JSON ({exc})") from exc
+
+
+# Bodies from this size on are parsed with the cyclic garbage collector paused: decoding a 15 MB
+# NodeList creates ~1.5 million containers, and the collections they trigger (each re-scanning what
+# the decode made so far) cost ~4x the decode itself. Nothing parsed here forms a cycle; the pause
+# ends with the parse (the last of concurrent parses turns it back on).
+GC_PAUSE_BYTES = 1 << 20
+_gc_lock = threading.Lock()
+_gc_state = {"pausers": 0, "was_enabled": True}
+
+
+@contextmanager
+def _collector_paused(size: int) -> Iterator[None]:
+    if size < GC_PAUSE_BYTES:
+        yield
+        return
+    with _gc_lock:
+        if _gc_state["pausers"] == 0:
+            _gc_state["was_enabled"] = gc.isenabled()
+        _gc_state["pausers"] += 1
+        gc.disable()
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_state["pausers"] -= 1
+            if _gc_state["pausers"] == 0 and _gc_state["was_enabled"]:
+                gc.enable()
 
 
 # --- Kubernetes resource quantities (netaware_core.quantity: one parser for the whole project) -------------
@@ -315,6 +358,8 @@ class ExtenderArgs:
     pod: PodInfo
     node_names: tuple[str, ...] | None
     nodes: tuple[NodeObject, ...] | None
+    # Nodes mode: names of the Node objects left unparsed when ``parse_until`` passed (not candidates).
+    unparsed: tuple[str, ...] = ()
 
     @property
     def candidates(self) -> tuple[str, ...]:
@@ -349,8 +394,37 @@ def _parse_pod_interned(value: Any, interner: WireInterner) -> PodInfo:
     return pod
 
 
-def parse_extender_args(body: bytes, interner: WireInterner | None = None) -> ExtenderArgs:
-    """ExtenderArgs; ``interner`` (the extender runtime's) skips re-parsing what it has seen."""
+def _item_name(item: Any, where: str) -> str:
+    meta = get_ci(item, "metadata") if isinstance(item, dict) else None
+    name = get_ci(meta, "name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) and name else where
+
+
+def _parse_nodes(items: list[Any], interner: WireInterner | None,
+                 parse_until: float | None) -> tuple[tuple[NodeObject, ...], tuple[str, ...]]:
+    """The Node objects parsed before ``parse_until`` (perf_counter; None: all) and the names of the rest."""
+    if parse_until is None:
+        return tuple(parse_node(item, f"Nodes.items[{i}]", interner) for i, item in enumerate(items)), ()
+    parsed: list[NodeObject] = []
+    for start in range(0, len(items), 256):
+        if time.perf_counter() >= parse_until:
+            rest = tuple(_item_name(item, f"Nodes.items[{i}]") for i, item in enumerate(items[start:], start))
+            return tuple(parsed), rest
+        parsed.extend(parse_node(item, f"Nodes.items[{i}]", interner)
+                      for i, item in enumerate(items[start:start + 256], start))
+    return tuple(parsed), ()
+
+
+def parse_extender_args(body: bytes, interner: WireInterner | None = None, *,
+                        parse_until: float | None = None) -> ExtenderArgs:
+    """ExtenderArgs; ``interner`` (the extender runtime's) skips re-parsing what it has seen. With
+    ``parse_until`` (a ``time.perf_counter()`` value), Node objects not reached by then are left
+    unparsed and named in ``unparsed`` (the extender's deadline; names-only requests cost no parse)."""
+    with _collector_paused(len(body)):
+        return _extender_args(body, interner, parse_until)
+
+
+def _extender_args(body: bytes, interner: WireInterner | None, parse_until: float | None) -> ExtenderArgs:
     data = _top(body)
     raw_pod = get_ci(data, "Pod")
     pod = parse_pod(raw_pod) if interner is None else _parse_pod_interned(raw_pod, interner)
@@ -375,7 +449,8 @@ def parse_extender_args(body: bytes, interner: WireInterner | None = None) -> Ex
             items = []
         if not isinstance(items, list):
             raise WireError(f"Nodes.items: expected a list, got {type(items).__name__}")
-        nodes = tuple(parse_node(item, f"Nodes.items[{i}]", interner) for i, item in enumerate(items))
+        nodes, unparsed = _parse_nodes(items, interner, parse_until)
+        return ExtenderArgs(pod=pod, node_names=None, nodes=nodes, unparsed=unparsed)
     else:
         raise WireError("NodeNames and Nodes: one of them is required (both are null)")
     return ExtenderArgs(pod=pod, node_names=names, nodes=nodes)
@@ -520,6 +595,12 @@ def prioritize_result(hosts: Sequence[str], scores: Sequence[int], interner: Wir
     return b"[" + b",".join([prefix(h) + _score_suffix(s) for h, s in zip(hosts, values, strict=True)]) + b"]"
 
 
+def bulk_prioritize_result(hosts: Sequence[str], scores: Sequence[int]) -> bytes:
+    """A HostPriorityList for tens of thousands of hosts, encoded by orjson in one call (the interner
+    holds at most ``hosts_max`` prefixes; an answer near its deadline must not wait on per-host Python)."""
+    return orjson.dumps([{"Host": h, "Score": int(s)} for h, s in zip(hosts, scores, strict=True)])
+
+
 def binding_result(error: str = "") -> bytes:
     return orjson.dumps({"Error": error})
 
@@ -536,6 +617,78 @@ def preemption_result(victims: Mapping[str, MetaVictims]) -> bytes:
 
 
 # --- informer objects --------------------------------------------------------------------------
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise WireError(f"{where}: expected a list, got {type(value).__name__}")
+    return value
+
+
+def _requirements(value: Any, where: str, operators: Sequence[str]) -> tuple[Requirement, ...]:
+    out = []
+    for i, raw in enumerate(_list(value, where)):
+        req = _mapping(raw, f"{where}[{i}]", allow_null=False)
+        operator = _string(get_ci(req, "operator"), f"{where}[{i}].operator", required=True)
+        if operator not in operators:
+            raise WireError(f"{where}[{i}].operator: {operator!r} is not one of {', '.join(operators)}")
+        values = _list(get_ci(req, "values"), f"{where}[{i}].values")
+        for j, v in enumerate(values):
+            _string(v, f"{where}[{i}].values[{j}]")
+        out.append(Requirement(_string(get_ci(req, "key"), f"{where}[{i}].key", required=True), operator,
+                               tuple(values)))
+    return tuple(out)
+
+
+def pod_node_constraints(spec: Mapping[str, Any], where: str = "pod.spec") -> NodeConstraints:
+    """``spec.nodeSelector``, the required node affinity and ``spec.tolerations`` of a v1.Pod."""
+    selector = _string_map(get_ci(spec, "nodeSelector"), f"{where}.nodeSelector")
+    affinity = _mapping(get_ci(_mapping(get_ci(spec, "affinity"), f"{where}.affinity"), "nodeAffinity"),
+                        f"{where}.affinity.nodeAffinity")
+    at = f"{where}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    required = get_ci(affinity, "requiredDuringSchedulingIgnoredDuringExecution")
+    terms: tuple[NodeSelectorTerm, ...] | None = None
+    if required is not None:
+        raw_terms = _list(get_ci(_mapping(required, at), "nodeSelectorTerms"), f"{at}.nodeSelectorTerms")
+        terms = tuple(
+            NodeSelectorTerm(
+                _requirements(get_ci(term, "matchExpressions"), f"{at}.nodeSelectorTerms[{i}].matchExpressions",
+                              NODE_SELECTOR_OPERATORS),
+                _requirements(get_ci(term, "matchFields"), f"{at}.nodeSelectorTerms[{i}].matchFields",
+                              FIELD_SELECTOR_OPERATORS),
+            )
+            for i, term in enumerate(_mapping(t, f"{at}.nodeSelectorTerms[{i}]", allow_null=False)
+                                     for i, t in enumerate(raw_terms))
+        )
+    tolerations = []
+    for i, raw in enumerate(_list(get_ci(spec, "tolerations"), f"{where}.tolerations")):
+        tol = _mapping(raw, f"{where}.tolerations[{i}]", allow_null=False)
+        operator = _string(get_ci(tol, "operator"), f"{where}.tolerations[{i}].operator") or "Equal"
+        if operator not in TOLERATION_OPERATORS:
+            raise WireError(f"{where}.tolerations[{i}].operator: {operator!r} is not one of "
+                            f"{', '.join(TOLERATION_OPERATORS)}")
+        tolerations.append(Toleration(
+            key=_string(get_ci(tol, "key"), f"{where}.tolerations[{i}].key"), operator=operator,
+            value=_string(get_ci(tol, "value"), f"{where}.tolerations[{i}].value"),
+            effect=_string(get_ci(tol, "effect"), f"{where}.tolerations[{i}].effect")))
+    if not selector and terms is None and not tolerations:
+        return NO_CONSTRAINTS
+    return NodeConstraints(node_selector=selector, required_terms=terms, tolerations=tuple(tolerations))
+
+
+def node_taints(spec: Any, where: str = "node.spec") -> tuple[Taint, ...]:
+    if not isinstance(spec, dict):
+        return ()
+    taints = []
+    for i, raw in enumerate(_list(get_ci(spec, "taints"), f"{where}.taints")):
+        taint = _mapping(raw, f"{where}.taints[{i}]", allow_null=False)
+        taints.append(Taint(_string(get_ci(taint, "key"), f"{where}.taints[{i}].key", required=True),
+                            _string(get_ci(taint, "value"), f"{where}.taints[{i}].value"),
+                            _string(get_ci(taint, "effect"), f"{where}.taints[{i}].effect", required=True)))
+    return tuple(taints)
+
 
 
 def pod_record(obj: Mapping[str, Any]) -> PodRecord:
@@ -555,6 +708,7 @@ def pod_record(obj: Mapping[str, Any]) -> PodRecord:
         memory_request_bytes=info.memory_request_bytes,
         scheduler_name=_string(get_ci(spec, "schedulerName"), "pod.spec.schedulerName") or "default-scheduler",
         terminal=phase in ("Succeeded", "Failed") or bool(get_ci(meta, "deletionTimestamp")),
+        constraints=pod_node_constraints(spec),
     )
 
 
@@ -565,4 +719,4 @@ def node_record(obj: Mapping[str, Any]) -> NodeRecord:
                        _mapping(get_ci(obj, "metadata"), "node.metadata"), "node")
     spec = get_ci(obj, "spec")
     cordoned = bool(get_ci(spec, "unschedulable")) if isinstance(spec, dict) else False
-    return NodeRecord(resources=node.resources, ready=node.ready and not cordoned)
+    return NodeRecord(resources=node.resources, ready=node.ready and not cordoned, taints=node_taints(spec))

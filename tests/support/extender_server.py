@@ -41,6 +41,10 @@ class ExtenderServer:
     proc: subprocess.Popen[bytes]
     log: Path
 
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1].split("/", 1)[0])
+
     def get(self, path: str) -> tuple[int, bytes]:
         host, port = self.health.removeprefix("http://").split(":")
         conn = http.client.HTTPConnection(host, int(port), timeout=5)

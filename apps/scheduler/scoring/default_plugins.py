@@ -19,7 +19,9 @@ arithmetic follow kube-scheduler (pkg/scheduler/framework/plugins, v1.3x):
 
 TaintToleration, NodeAffinity, InterPodAffinity and ImageLocality give every node the same score
 for an AppGroup without taints, affinities or pre-pulled images, so they cannot change a ranking
-and are left out (documented in docs/evaluation.md).
+and are left out of the scores (documented in docs/evaluation.md). The filters of NodeAffinity
+(nodeSelector, required node affinity) and TaintToleration are here (``node_constraints_reason``):
+bind checks them (defence in depth).
 """
 
 from __future__ import annotations
@@ -348,3 +350,135 @@ def pod_topology_spread_vector(nodes: NodeArrays, hostname_counts: np.ndarray, z
     low, high = int(raw.min()), int(raw.max())
     out[counted] = MAX_NODE_SCORE if high == 0 else MAX_NODE_SCORE * (high + low - raw) // high
     return out
+
+
+# --- NodeAffinity and TaintToleration filters: the pod's node constraints ---------------------------
+#
+# kube-scheduler runs these before any extender, so filter does not repeat them; bind does (defence in
+# depth: a bind for a node the pod cannot use is refused with what does not match). Semantics follow
+# k8s.io/component-helpers/scheduling/corev1 (nodeaffinity, ToleratesTaint) and the plugins' filters.
+
+NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+FIELD_SELECTOR_OPERATORS = ("In", "NotIn")  # matchFields: only metadata.name, only these
+TOLERATION_OPERATORS = ("Exists", "Equal")
+FILTERING_EFFECTS = ("NoSchedule", "NoExecute")  # PreferNoSchedule only scores
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One ``matchExpressions`` (labels) or ``matchFields`` (``metadata.name``) entry."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        if self.operator in ("Exists", "DoesNotExist"):
+            return f"{self.key} {self.operator}"
+        shown = self.values[0] if self.operator in ("Gt", "Lt") and self.values else f"[{', '.join(self.values)}]"
+        return f"{self.key} {self.operator} {shown}"
+
+
+@dataclass(frozen=True)
+class NodeSelectorTerm:
+    match_expressions: tuple[Requirement, ...] = ()
+    match_fields: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = ""
+
+    def describe(self) -> str:
+        return f"{self.key}{'=' + self.value if self.value else ''}:{self.effect}"
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""  # "" tolerates every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True  # an empty key with Exists tolerates every taint
+        return self.value == taint.value
+
+
+@dataclass(frozen=True)
+class NodeConstraints:
+    """What a pod requires of its node: ``spec.nodeSelector``, the required node affinity
+    (``requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms``; None = none given) and
+    ``spec.tolerations``."""
+
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_terms: tuple[NodeSelectorTerm, ...] | None = None
+    tolerations: tuple[Toleration, ...] = ()
+
+
+NO_CONSTRAINTS = NodeConstraints()
+
+
+def _requirement_holds(req: Requirement, value: str | None) -> bool:
+    if req.operator == "In":
+        return value is not None and value in req.values
+    if req.operator == "NotIn":
+        return value is None or value not in req.values
+    if req.operator == "Exists":
+        return value is not None
+    if req.operator == "DoesNotExist":
+        return value is None
+    if req.operator in ("Gt", "Lt"):  # integers on both sides, else no match (as Kubernetes)
+        try:
+            have, bound = int(value or ""), int(req.values[0])
+        except (ValueError, IndexError):
+            return False
+        return have > bound if req.operator == "Gt" else have < bound
+    return False
+
+
+def _term_mismatch(term: NodeSelectorTerm, node_name: str, labels: Mapping[str, str]) -> str | None:
+    """The first requirement of ``term`` the node fails, described with what the node has."""
+    if not term.match_expressions and not term.match_fields:
+        return "the term is empty (matches no node)"
+    for req in term.match_expressions:
+        value = labels.get(req.key)
+        if not _requirement_holds(req, value):
+            has = f"{req.key}={value}" if value is not None else f"no label {req.key}"
+            return f"{req.describe()} (node has {has})"
+    for req in term.match_fields:
+        if req.key != "metadata.name" or req.operator not in FIELD_SELECTOR_OPERATORS or not _requirement_holds(
+                req, node_name):
+            return f"matchFields {req.describe()} (node is {node_name})"
+    return None
+
+
+def node_constraints_reason(constraints: NodeConstraints, *, node_name: str, labels: Mapping[str, str],
+                            taints: Sequence[Taint]) -> str | None:
+    """Why the pod may not run on the node (nodeSelector, required node affinity, untolerated
+    NoSchedule/NoExecute taints, in kube-scheduler's order), naming what does not match; None if it may."""
+    for key, wanted in constraints.node_selector.items():
+        if labels.get(key) != wanted:
+            has = f"{key}={labels[key]}" if key in labels else f"no label {key}"
+            return f"node {node_name} does not match the pod's nodeSelector {key}={wanted} (node has {has})"
+    if constraints.required_terms is not None:
+        misses = []
+        for i, term in enumerate(constraints.required_terms):
+            miss = _term_mismatch(term, node_name, labels)
+            if miss is None:
+                break
+            misses.append(f"term {i}: {miss}")
+        else:
+            detail = "; ".join(misses) or "no nodeSelectorTerms"
+            return f"node {node_name} matches none of the pod's required node affinity terms ({detail})"
+    for taint in taints:
+        if taint.effect in FILTERING_EFFECTS and not any(t.tolerates(taint) for t in constraints.tolerations):
+            return f"node {node_name} has the taint {taint.describe()}, which the pod does not tolerate"
+    return None
