@@ -12,9 +12,10 @@
 #   bash scripts/up.sh           start everything (idempotent), print the URLs, run the demo rollout
 #   bash scripts/up.sh rollout [--profile P] [--appgroup FILE] [--replicas N] [--seed S] [--learned]
 #                                schedule an AppGroup again (the stack must be up)
-#   bash scripts/up.sh degrade ZONE_A ZONE_B [--rtt-ms MS] [--loss FRACTION]
+#   bash scripts/up.sh degrade ZONE_A ZONE_B [--rtt-ms MS] [--loss-pct PERCENT]
 #                                degrade a zone pair's link in the emulator (the rebalancer's demo,
-#                                docs/rebalancer.md); e.g. degrade A B --rtt-ms 40 --loss 0.02
+#                                docs/rebalancer.md); e.g. degrade A B --rtt-ms 40 --loss-pct 2 (percent, as
+#                                in scenarios and manage.py evaluate --degrade)
 #   bash scripts/up.sh status    show what runs
 #   bash scripts/up.sh stop      stop what this script started
 #   bash scripts/up.sh logs      tail the logs
@@ -189,19 +190,19 @@ case "${1:-up}" in
     exit 0 ;;
   degrade)
     shift
-    [ $# -ge 2 ] || die "usage: bash scripts/up.sh degrade ZONE_A ZONE_B [--rtt-ms MS] [--loss FRACTION]"
+    [ $# -ge 2 ] || die "usage: bash scripts/up.sh degrade ZONE_A ZONE_B [--rtt-ms MS] [--loss-pct PERCENT]"
     running emulator || die "the stack is not running: start it with bash scripts/up.sh"
     zone_a="$1" zone_b="$2"; shift 2
-    rtt=40 loss=0.02
+    rtt=40 loss=2
     while [ $# -gt 0 ]; do
       case "$1" in
         --rtt-ms) rtt="${2:-}"; shift 2 ;;
-        --loss) loss="${2:-}"; shift 2 ;;
-        *) die "degrade: unknown option '$1' (use --rtt-ms MS, --loss FRACTION)" ;;
+        --loss-pct) loss="${2:-}"; shift 2 ;;
+        *) die "degrade: unknown option '$1' (use --rtt-ms MS, --loss-pct PERCENT)" ;;
       esac
     done
-    body="$("$PY" -c 'import json,sys; print(json.dumps({"zones": sys.argv[1:3], "rtt_ms": float(sys.argv[3]), "loss": float(sys.argv[4])}))' \
-      "$zone_a" "$zone_b" "$rtt" "$loss" 2>/dev/null)" || die "degrade: --rtt-ms and --loss must be numbers"
+    body="$("$PY" -c 'import json,sys; print(json.dumps({"zones": sys.argv[1:3], "rtt_ms": float(sys.argv[3]), "loss": float(sys.argv[4]) / 100}))' \
+      "$zone_a" "$zone_b" "$rtt" "$loss" 2>/dev/null)" || die "degrade: --rtt-ms and --loss-pct must be numbers"
     answer="$(curl -sS --max-time 10 -X POST -H 'Content-Type: application/json' --data "$body" \
       -w '\n%{http_code}' "http://127.0.0.1:$EMU_PORT/links/degrade")" || die "the emulator did not answer"
     code="${answer##*$'\n'}"; text="${answer%$'\n'*}"; text="${text%$'\n'}"
