@@ -268,6 +268,8 @@ REST_FRAMEWORK = {
     ],
     # Every 400 as {"detail": ..., "errors": {"field.path": [...]}} (docs/api.md).
     "EXCEPTION_HANDLER": "netaware_core.api_errors.api_exception_handler",
+    # Requests that cost a plan (about a second of CPU) each: per user, counted in Redis, 429 + Retry-After.
+    "DEFAULT_THROTTLE_RATES": {"drift-fresh": f"{env_int('NETAWARE_DRIFT_FRESH_PER_MINUTE', 12)}/min"},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "netaware API",

@@ -11,6 +11,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
+from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
 from rest_framework.views import APIView
 
 from apps.appgroups.models import AppGroup
@@ -97,11 +98,19 @@ _FRESH = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0":
 class AppGroupDriftView(APIView):
     """GET /api/appgroups/{id}/drift[?fresh=true]"""
 
+    throttle_scope = "drift-fresh"
+
+    def get_throttles(self) -> list[BaseThrottle]:
+        """Only ``?fresh=true`` plans in the request, so only it is rate-limited (the stored report is a row read)."""
+        fresh = _FRESH.get(self.request.query_params.get("fresh", "false").strip().lower(), False)
+        return [ScopedRateThrottle()] if fresh else []
+
     @extend_schema(
         tags=["appgroups"],
         summary="Drift: this AppGroup's placement now vs the best found now, and the moves that close the gap",
         parameters=[OpenApiParameter("fresh", bool, description="compute now (a plan: up to about a second) instead "
-                                     "of the stored assessment of the periodic task (every 60 s)")],
+                                     "of the stored assessment of the periodic task (every 60 s); at most "
+                                     "NETAWARE_DRIFT_FRESH_PER_MINUTE (default 12) a minute per user, then 429")],
         responses={200: DriftSerializer,
                    400: OpenApiResponse(ErrorSerializer, description="a bad query value"),
                    404: OpenApiResponse(ErrorSerializer, description="no such AppGroup, or not assessed yet")},
