@@ -53,6 +53,7 @@ def cluster(transactional_db, fake_kube):
     return fake_kube
 
 
+@pytest.mark.slow
 def test_a_second_replica_does_nothing_while_the_first_holds_the_lease(cluster, tmp_path):
     fake = cluster
     stop = threading.Event()

@@ -98,6 +98,7 @@ def test_a_budget_refusal_is_respected_backed_off_and_reported(cluster):
     assert status(fake)["moves"][0]["outcome"] == "evicted"
 
 
+@pytest.mark.slow
 def test_a_replacement_that_never_becomes_ready_stops_the_moves_of_its_workload(cluster):
     fake = cluster
     rc.deploy(fake, rc.group(), where=rc.SPLIT)

@@ -32,6 +32,7 @@ def cluster(transactional_db, fake_kube):
     return fake_kube
 
 
+@pytest.mark.slow
 def test_an_on_appgroup_returns_to_the_best_plan_within_its_budgets(cluster):
     fake = cluster
     group = AppGroup.objects.get(namespace="shop", name="app")
