@@ -36,7 +36,10 @@ def node_objects(scenario: Scenario) -> list[dict[str, Any]]:
 
 
 def replica_set_name(group: AppGroupSpec, workload: str) -> str:
-    return f"{group.name}-{workload}"[:200]
+    """The workload's own name, as a mesh reports it (Istio's ``*_workload`` is the top controller's name):
+    the observed-traffic learner then names the learned workloads and application like the declared ones."""
+    workload_spec = next((w for w in group.workloads if w.name == workload), None)
+    return ((workload_spec.controller_name if workload_spec else "") or workload)[:200]
 
 
 def replica_set_objects(group: AppGroupSpec, *, replicas: int = 0) -> list[dict[str, Any]]:

@@ -102,33 +102,38 @@ class Command(BaseCommand):
                                + "; ".join(f"{k}: {v}" for k, v in list(result.unschedulable.items())[:5]))
 
     def _recreate_pods(self, api: Endpoint, group: Any, options: dict[str, Any]) -> None:
-        status, listed, _ = api.request("GET", f"/api/v1/namespaces/{group.namespace}/pods"
-                                               f"?labelSelector={DEMO_LABEL}%3D{group.name}")
+        """Delete this AppGroup's demo ReplicaSets and pods, and any other rollout's of the same names (the
+        declared and the learned Online Boutique share workload names), then create them anew."""
+        sets_path = f"/apis/apps/v1/namespaces/{group.namespace}/replicasets"
+        pods_path = f"/api/v1/namespaces/{group.namespace}/pods"
+        ours = replica_set_objects(group)
+        rs_names = {rs["metadata"]["name"] for rs in ours}
+        pod_names = {pod["metadata"]["name"] for pod in pod_objects(group)}
+        # The ReplicaSets go first: pods deleted while theirs exists would be replaced by the demo cluster.
+        status, sets, _ = api.request("GET", f"{sets_path}?labelSelector={DEMO_LABEL}")
+        if status != 200:
+            raise CommandError(f"the API at {options['api']} answered {status} listing ReplicaSets: {sets}")
+        for old in sets.get("items") or []:
+            meta = old["metadata"]
+            if (meta.get("labels") or {}).get(DEMO_LABEL) == group.name or meta["name"] in rs_names:
+                api.request("DELETE", f"{sets_path}/{meta['name']}")
+        status, listed, _ = api.request("GET", f"{pods_path}?labelSelector={DEMO_LABEL}")
         if status != 200:
             raise CommandError(f"the API at {options['api']} answered {status} listing pods: {listed}")
-        # The ReplicaSets go first: pods deleted while theirs exists would be replaced by the demo cluster.
-        status, sets, _ = api.request("GET", f"/apis/apps/v1/namespaces/{group.namespace}/replicasets"
-                                             f"?labelSelector={DEMO_LABEL}%3D{group.name}")
-        for old in (sets.get("items") or []) if status == 200 else []:
-            api.request("DELETE", f"/apis/apps/v1/namespaces/{group.namespace}/replicasets/{old['metadata']['name']}")
-        names = {pod["metadata"]["name"] for pod in pod_objects(group)}
-        doomed = [pod["metadata"]["name"] for pod in listed.get("items") or []]
-        if options["learned"]:  # the declared rollout's pods of the same names make way for the learned ones
-            status, others, _ = api.request("GET", f"/api/v1/namespaces/{group.namespace}/pods?labelSelector={DEMO_LABEL}")
-            doomed += [p["metadata"]["name"] for p in (others.get("items") or []) if status == 200
-                       and p["metadata"]["name"] in names and p["metadata"]["name"] not in doomed]
-        for name in doomed:
-            api.request("DELETE", f"/api/v1/namespaces/{group.namespace}/pods/{name}")
+        for pod in listed.get("items") or []:
+            meta = pod["metadata"]
+            if (meta.get("labels") or {}).get(DEMO_LABEL) == group.name or meta["name"] in pod_names:
+                api.request("DELETE", f"{pods_path}/{meta['name']}")
         owners: dict[str, dict[str, Any]] = {}
-        for rs, workload in zip(replica_set_objects(group), group.workloads, strict=True):
-            status, created, _ = api.request("POST", f"/apis/apps/v1/namespaces/{group.namespace}/replicasets", rs)
+        for rs, workload in zip(ours, group.workloads, strict=True):
+            status, created, _ = api.request("POST", sets_path, rs)
             if status in (200, 201):
                 owners[workload.name] = created
         pods = pod_objects(group, profile=options["profile"], owners=owners)
         for pod in pods:
             if options["learned"]:  # the learned AppGroup claims them, whatever else selects the same labels
                 pod["metadata"]["labels"][documents.APPGROUP_LABEL] = group.name
-            status, answer, _ = api.request("POST", f"/api/v1/namespaces/{group.namespace}/pods", pod)
+            status, answer, _ = api.request("POST", pods_path, pod)
             if status not in (200, 201):
                 raise CommandError(f"creating pod {pod['metadata']['name']}: HTTP {status}: {answer}")
 
