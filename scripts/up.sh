@@ -66,24 +66,35 @@ start_proc() {
   STARTED+=("$name")
 }
 
-stop_proc() {
-  local name="$1" pid
-  if running "$name"; then
-    pid="$(cat "$(pidfile "$name")")"
-    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL -- "-$pid" 2>/dev/null || true
-    say "stopped $name"
-  fi
-  rm -f "$(pidfile "$name")"
+stop_procs() {
+  # stop_procs NAME... : SIGTERM to every one at once (each its whole session), up to 10 s for all to
+  # exit (a Celery worker finishes its task, gunicorn its requests), then SIGKILL what is left.
+  local name pid pids=() names=()
+  for name in "$@"; do
+    if running "$name"; then
+      pid="$(cat "$(pidfile "$name")")"
+      kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+      pids+=("$pid"); names+=("$name")
+    fi
+    rm -f "$(pidfile "$name")"
+  done
+  local _ alive
+  for _ in $(seq 1 100); do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && { alive=1; break; }; done
+    [ "$alive" -eq 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+  for name in "${names[@]}"; do say "stopped $name"; done
 }
-stop_all() { local name; for name in "${PROCS[@]}"; do stop_proc "$name"; done; }
+stop_all() { stop_procs "${PROCS[@]}"; }
 
 on_exit() {
   # A failed start leaves nothing half-running: stop what this run started (logs stay).
   local rc=$?
   if [ "$rc" -ne 0 ] && [ ${#STARTED[@]} -gt 0 ]; then
-    local name; for name in "${STARTED[@]}"; do stop_proc "$name" >/dev/null; done
+    stop_procs "${STARTED[@]}" >/dev/null
     echo "[netaware] stopped what this run had started; logs are in $(short_path "$LOGS")/" >&2
   fi
 }

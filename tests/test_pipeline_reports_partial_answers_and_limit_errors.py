@@ -11,6 +11,7 @@ import time
 from datetime import UTC, datetime
 
 import pytest
+import requests
 
 from apps.probes import metrics, services
 from apps.probes.emulator import Emulator
@@ -38,13 +39,16 @@ def _prometheus(emulator_url, extra: dict | None = None, args: tuple[str, ...] =
     config.update(extra or {})
     prom = start_prometheus(config, extra_args=args)
     try:
+        # The series API is neither subject to --query.max-samples nor answered partially, so it says
+        # when the scrapes are in whatever limit the test sets.
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # the query API answers (with warnings, maybe) once data is in
-            try:
-                prom.wait_for_series(metrics.LOSS_RATIO, minimum=6, timeout=2)
+        while time.monotonic() < deadline:
+            answer = requests.get(f"{prom.url}/api/v1/series", params={"match[]": metrics.LOSS_RATIO}, timeout=5)
+            if answer.ok and len(answer.json()["data"]) >= 6:
                 break
-            except TimeoutError:
-                continue
+            time.sleep(0.5)
+        else:
+            raise TimeoutError(f"Prometheus has no {metrics.LOSS_RATIO} series after 30 s")
         time.sleep(3)  # a few scrapes: enough for a range query to touch more than the limit
     except Exception:
         prom.stop()

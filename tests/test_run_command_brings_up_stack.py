@@ -6,12 +6,18 @@ most three minutes — until ``GET /api/topology/`` shows every node of ``scenar
 with latency, bandwidth and loss matching the scenario (p90 latency within 15 %). The emulator samples
 RTTs around the nominal value, so this proves the whole path: emulated probe metrics → Prometheus →
 Celery beat/worker → Postgres → topology snapshot → API.
+
+The suite also passes beside this running stack (the README says so): the last test runs the tests that
+go through a real Celery worker in a second pytest session, given exactly the stack's Redis URL.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -191,3 +197,48 @@ def test_up_runs_with_auth_on_and_prints_a_working_admin_login(stack):
     assert again.returncode == 0, again.stdout + again.stderr
     assert "already running" in again.stdout
     assert password_file.read_text().strip() == password and log_in(password)
+
+
+# The tests that go through a real Celery worker (and depend on nothing timing-sensitive beyond it).
+CELERY_TESTS = [
+    "tests/test_appgroup_sync_edits_reach_the_cluster_promptly.py",
+    "tests/test_appgroup_sync_periodic_resync_task.py",
+    "tests/test_pipeline_retention_rolls_up.py",
+    "tests/test_topology_periodic_rebuild.py",
+]
+
+
+def tasks_done(worker_log: str) -> int:
+    return len(re.findall(r"Task \S+\[[0-9a-f-]+\] succeeded", worker_log))
+
+
+def test_celery_tests_pass_beside_the_stack_while_its_worker_consumes(stack):
+    """Before the isolation the suite used Redis db 0 and the default ``celery`` queue like the run
+    command, so a running stack's Celery worker consumed the tests' tasks and the Celery tests failed.
+    The inner session must pass and its report header show it isolated itself (own redis-server,
+    ``test_<name>_<pid>`` database, ``netaware-test-<pid>`` queue) while the stack's worker kept working."""
+    assert stack["result"].returncode == 0, stack["result"].stdout + stack["result"].stderr
+    assert requests.get(f"{stack['web']}/healthz", timeout=30).ok
+    worker_log = stack["state"] / "log" / "worker.log"
+    stack_redis = stack["env"]["REDIS_URL"]
+    done_before = tasks_done(worker_log.read_text(errors="replace"))
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DJANGO_SETTINGS_MODULE", "CELERY_TASK_DEFAULT_QUEUE", "PYTEST_CURRENT_TEST"}}
+    env.update(REDIS_URL=stack_redis, NETAWARE_FAIL_ON_SKIP="1")
+    inner = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *CELERY_TESTS],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    summary = inner.stdout[-3000:]
+    assert inner.returncode == 0, summary + inner.stderr[-2000:]
+    assert re.search(r"\b\d+ passed\b", summary) and " failed" not in summary, summary
+
+    header = re.search(r"^isolation: redis (\S+), database (\S+), celery queue (\S+)$", inner.stdout, re.M)
+    assert header, inner.stdout[:2000]
+    inner_redis, inner_db, inner_queue = header.groups()
+    assert inner_redis.rsplit("/", 1)[0] != stack_redis.rsplit("/", 1)[0]  # another redis-server
+    assert re.fullmatch(r"test_\w+_\d+", inner_db) and inner_queue.startswith("netaware-test-")
+
+    # The stack's worker was consuming throughout: it kept processing its own beat tasks.
+    after = worker_log.read_text(errors="replace")
+    assert after.count("ready.") >= 1
+    assert tasks_done(after) > done_before
