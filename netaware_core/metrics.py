@@ -45,6 +45,10 @@ COUNTERS: dict[str, tuple[str, ...]] = {
     "netaware_celery_tasks_total": ("task", "outcome"),
     "netaware_sync_conflicts_total": (),
     "netaware_dead_letters_total": ("queue",),
+    "netaware_rebalancer_passes_total": (),
+    "netaware_rebalancer_moves_total": ("outcome",),
+    "netaware_rebalancer_halts_total": ("reason",),
+    "netaware_rebalancer_errors_total": ("kind",),
 }
 COUNTER_HELP = {
     "netaware_celery_tasks_total": "Celery tasks finished, by task name and outcome (success|failure|retry).",
@@ -52,6 +56,15 @@ COUNTER_HELP = {
                                      "(the cluster's version won).",
     "netaware_dead_letters_total": "Records a queue could not store, set aside so the rest flows "
                                    "(netaware_core.deadletter), by queue (decisions|placements|samples).",
+    "netaware_rebalancer_passes_total": "Rebalancer passes over the AppGroups in rebalanceMode dry-run or on "
+                                        "(the Lease holder's only).",
+    "netaware_rebalancer_moves_total": "Rebalancer moves, by outcome: evicted (an Eviction accepted), refused "
+                                       "(by a PodDisruptionBudget or the API), dry-run (proposed only).",
+    "netaware_rebalancer_halts_total": "Times the rebalancer stopped moving an AppGroup's pods, by reason: "
+                                       "no_improvement (a move did not raise the measured score), not_ready (a "
+                                       "replacement was not Ready in time: its workload is blocked).",
+    "netaware_rebalancer_errors_total": "Rebalancer steps that failed, by kind: retryable (retried next pass) "
+                                        "or permanent (reported in the AppGroup's status).",
 }
 
 
@@ -124,8 +137,9 @@ def counter_metrics() -> Iterator[Metric]:
         except (ValueError, KeyError, TypeError):
             continue
     # An unlabelled counter that never moved is still 0, not absent (alerts on increase() need it).
-    if "netaware_sync_conflicts_total" not in seen:
-        families["netaware_sync_conflicts_total"].add_metric([], 0.0)
+    for name in ("netaware_sync_conflicts_total", "netaware_rebalancer_passes_total"):
+        if name not in seen:
+            families[name].add_metric([], 0.0)
     yield from families.values()
 
 

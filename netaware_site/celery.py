@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from celery import Celery
 
@@ -54,10 +55,38 @@ def _heartbeat_names(sender: object) -> list[str]:
     return [f"{queue}:{host}" for queue in (sorted(consumed) or [app.conf.task_default_queue])]
 
 
+KUBE_CHECK_TIMEOUT = 2.0  # seconds; well within a heartbeat period
+
+
+def _kube_api_check() -> str | None:
+    """The Kubernetes API answers ``GET /version`` (readable by every authenticated identity: no extra
+    RBAC) within :data:`KUBE_CHECK_TIMEOUT`; else what went wrong."""
+    from netaware_core import kube
+
+    try:
+        kube.get_json("/version", timeout=KUBE_CHECK_TIMEOUT)
+    except Exception as exc:
+        return kube.describe(exc)
+    return None
+
+
+def _checks_for(name: str) -> dict[str, Callable[[], str | None]]:
+    """The worker consuming the queue of the Kubernetes tasks checks the Kubernetes API with its beat."""
+    from django.conf import settings
+
+    from netaware_core import kube
+
+    kube_queue = settings.KUBE_TASK_QUEUE or settings.CELERY_TASK_DEFAULT_QUEUE
+    if name.split(":", 1)[0] != kube_queue or not kube.configured():
+        return {}
+    return {"kubeapi": _kube_api_check}
+
+
 @worker_ready.connect
 def _start_heartbeat(sender: object = None, **_: object) -> None:
     names = _heartbeat_names(sender)
-    _heartbeat.update(names=names, stops=[shared_heartbeat.start(url=app.conf.broker_url, kind="worker", name=name)
+    _heartbeat.update(names=names, stops=[shared_heartbeat.start(url=app.conf.broker_url, kind="worker", name=name,
+                                                                 checks=_checks_for(name))
                                           for name in names])
 
 

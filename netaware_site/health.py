@@ -3,7 +3,8 @@
 ``/healthz`` only says the process serves requests; ``/readyz`` checks every dependency the
 service needs to do its job (database, Redis, Prometheus) and answers 503 naming the ones that fail.
 What works less well without taking the web out of service (no Celery worker alive: nothing pulls
-metrics, derives the topology or syncs AppGroups) is listed under ``degraded``, still 200.
+metrics, derives the topology or syncs AppGroups; the Kubernetes API does not answer the worker that
+syncs AppGroups and publishes the NetworkTopology) is listed under ``degraded``, still 200.
 """
 
 from __future__ import annotations
@@ -60,10 +61,19 @@ def _degraded() -> list[str]:
         return []  # Redis itself is a failed check
     served = {name.split(":", 1)[0] for name in alive}
     expected = [settings.CELERY_TASK_DEFAULT_QUEUE] + ([settings.KUBE_TASK_QUEUE] if settings.KUBE_TASK_QUEUE else [])
-    return [f"celery worker: no worker heartbeat on queue {queue!r} in the last {3 * shared_heartbeat.period():g} s; "
-            + ("metric pulls and topology updates are not running" if queue == settings.CELERY_TASK_DEFAULT_QUEUE
-               else "AppGroup syncs and NetworkTopology publishing are not running")
-            for queue in expected if queue not in served]
+    notes = [f"celery worker: no worker heartbeat on queue {queue!r} in the last {3 * shared_heartbeat.period():g} s; "
+             + ("metric pulls and topology updates are not running" if queue == settings.CELERY_TASK_DEFAULT_QUEUE
+                else "AppGroup syncs and NetworkTopology publishing are not running")
+             for queue in expected if queue not in served]
+    try:
+        failed = shared_heartbeat.failed_checks(url=settings.CELERY_BROKER_URL, check="kubeapi")
+    except redis.RedisError:
+        failed = {}
+    now = time.time()
+    notes += [f"kubernetes api: {error} (worker {who.split(':', 1)[-1]}, {max(0.0, now - at):.0f} s ago); "
+              "AppGroup syncs and NetworkTopology publishing fail until it answers"
+              for who, (error, at) in sorted(failed.items())]
+    return notes
 
 
 def readyz(request: HttpRequest) -> JsonResponse:

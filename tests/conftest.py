@@ -59,10 +59,32 @@ def django_db_setup(django_db_setup, django_db_blocker):
     puts the seeded rows back after each transactional test, as a serial run's ordering would."""
     from django.db import connection
 
+    _flush_with_delete()
     with django_db_blocker.unblock():
         _SEEDED[connection.alias] = connection.creation.serialize_db_to_string()
     _BLOCKER.append(django_db_blocker)
     return django_db_setup
+
+
+def _flush_with_delete() -> None:
+    """Transactional tests' flushes empty every table with DELETE in one transaction instead of TRUNCATE.
+
+    A flush runs after every transactional test (twice, with the seeded rows put back: below). TRUNCATE
+    gives each of the ~50 tables and their indexes new files, ~0.1-0.3 s on this machine and seconds when
+    the disk is busy; the tables hold a few rows, which DELETE removes in milliseconds. Every foreign key
+    Django creates on PostgreSQL is DEFERRABLE INITIALLY DEFERRED, so the order does not matter. Sequences
+    are not reset either way (``reset_sequences`` keeps TRUNCATE ... RESTART IDENTITY)."""
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    truncate = DatabaseOperations.sql_flush
+
+    def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        if reset_sequences or allow_cascade or not tables:
+            return truncate(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
+        return ["SET CONSTRAINTS ALL DEFERRED",
+                *(f"{style.SQL_KEYWORD('DELETE FROM')} {style.SQL_FIELD(self.quote_name(t))};" for t in tables)]
+
+    DatabaseOperations.sql_flush = sql_flush
 
 
 def _transactional(item) -> bool:

@@ -2,7 +2,8 @@
 computation, the real cluster watcher's pass and the decision log: a PodDisruptionBudget's refusal
 (429) is respected, backed off and reported; a replacement that never becomes Ready stops the moves of
 its workload; the per-AppGroup and cluster-wide rate limits hold; dry-run reports the moves `on` then
-makes, and evicts nothing. The test plays kube-scheduler (binds the replacement where the move says)."""
+makes, and evicts nothing; each outcome is counted on ``/metrics`` (``netaware_rebalancer_*_total``).
+The test plays kube-scheduler (binds the replacement where the move says)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from apps.scheduler import decisionlog, selectors
 from apps.scheduler.decisionlog import DecisionLog
 from apps.scheduler.models import Decision
 from apps.scheduler.rebalancer import Limits, Rebalancer, assess_appgroup
+from netaware_core import metrics
 from tests.support import rebalance_cluster as rc
 
 EVICTION = r"/pods/[^/]+/eviction$"
@@ -37,8 +39,18 @@ def limits(**overrides: float) -> Limits:
     return Limits(**{**base, **overrides})  # type: ignore[arg-type]
 
 
+def counted(name: str, **labels: str) -> float:
+    """The shared counter ``name`` as ``/metrics`` serves it (0 when absent)."""
+    for family in metrics.counter_metrics():
+        if family.name == name.removesuffix("_total"):
+            return sum(s.value for s in family.samples
+                       if s.name.endswith("_total") and all(s.labels.get(k) == v for k, v in labels.items()))
+    return 0.0
+
+
 @pytest.fixture
 def cluster(transactional_db, fake_kube):
+    selectors.redis_client().delete(metrics.COUNTERS_KEY)
     fake_kube.run_bound_pods = True
     fake_kube.run_controllers = True
     rc.nodes(fake_kube)
@@ -96,6 +108,9 @@ def test_a_budget_refusal_is_respected_backed_off_and_reported(cluster):
     assert fake.count("POST", EVICTION) == 2
     assert rc.ready_count(fake, "shop", "front") == 1
     assert status(fake)["moves"][0]["outcome"] == "evicted"
+    assert counted("netaware_rebalancer_moves_total", outcome="refused") == 1
+    assert counted("netaware_rebalancer_moves_total", outcome="evicted") == 1
+    assert counted("netaware_rebalancer_passes_total") == 3
 
 
 @pytest.mark.slow
@@ -126,6 +141,7 @@ def test_a_replacement_that_never_becomes_ready_stops_the_moves_of_its_workload(
     assert fake.count("POST", EVICTION) == 1
     assert report.phases["shop/app"] in ("Blocked", "Idle", "Waiting")
     assert any(e["reason"] == "RebalanceBlocked" for e in fake.events("shop"))
+    assert counted("netaware_rebalancer_halts_total", reason="not_ready") == 1
 
 
 def settle(fake, namespace: str) -> None:

@@ -31,7 +31,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -42,11 +42,12 @@ from django.db import close_old_connections
 from apps.appgroups.graph import AppGroupSpec, WorkloadSpec
 from apps.appgroups.models import AppGroup
 from apps.appgroups.selectors import appgroup_spec
-from netaware_core import kube
+from netaware_core import kube, metrics
 
 from . import selectors
 from .choices import Verb
 from .decisionlog import DecisionLog
+from .evaluation.drift import Move
 
 log = logging.getLogger(__name__)
 
@@ -59,21 +60,10 @@ MAX_BACKOFF_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
-class Move:
-    """One single-pod move of the drift report (its ``Move``, with the pod's bare name)."""
-
-    pod: str
-    workload: str
-    from_node: str
-    to_node: str
-    expected_gain: float
-    reason: str
-
-
-@dataclass(frozen=True)
 class Assessment:
     """What a pass needs of the drift computation: the measured score now, the best plan's, and the
-    moves (ordered, single pods) that close the gap."""
+    moves (ordered, single pods) that close the gap; a move's ``pod`` is the bare name (the AppGroup's
+    namespace is the pod's)."""
 
     score: float
     best: float
@@ -197,13 +187,17 @@ class Rebalancer:
         groups = list(AppGroup.objects.exclude(rebalance_mode="off").prefetch_related(
             "workloads", "dependencies__source", "dependencies__target"))
         states = {f"{g.namespace}/{g.name}": self._state(g) for g in groups}
+        metrics.increment("netaware_rebalancer_passes_total")
         for group in groups:
             key = f"{group.namespace}/{group.name}"
             try:
                 self._step(group, states, report)
             except Exception as exc:
                 report.errors[key] = kube.describe(exc)
-                if kube.is_retryable(exc):
+                retryable = kube.is_retryable(exc)
+                metrics.increment("netaware_rebalancer_errors_total",
+                                  {"kind": "retryable" if retryable else "permanent"})
+                if retryable:
                     log.info("rebalancer %s: %s (retried next pass)", key, kube.describe(exc))
                 else:
                     log.warning("rebalancer %s: %s", key, kube.describe(exc))
@@ -262,6 +256,7 @@ class Rebalancer:
                 blocked = sorted({*blocked, workload.name})
                 state["blocked"] = blocked
                 state.pop("inFlight", None)
+                metrics.increment("netaware_rebalancer_halts_total", {"reason": "not_ready"})
                 self._event_on_appgroup(state, reason="RebalanceBlocked", type_="Warning",
                                         message=f"the replacement of {in_flight.get('pod')} ({workload.name}) was not "
                                                 f"Ready within {limits.ready_timeout:g} s: no more moves for this "
@@ -277,6 +272,7 @@ class Rebalancer:
                     message = (f"moving {in_flight.get('pod')} ({workload.name}) did not improve the score "
                                f"({score_before:.4f} -> {assessment.score:.4f}): stopped for "
                                f"{limits.stop_seconds:g} s")
+                    metrics.increment("netaware_rebalancer_halts_total", {"reason": "no_improvement"})
                     self._event_on_appgroup(state, reason="RebalanceStopped", type_="Warning", message=message)
                     return "Stopped", message
         # a blocked workload is free again once it settled (its replacement became Ready after all)
@@ -396,6 +392,7 @@ class Rebalancer:
                 entry: dict[str, Any], state: dict[str, Any], error: str = "",
                 pod_event: tuple[str, str] | None = None) -> None:
         state["moves"] = [entry, *(state.get("moves") or [])][:MAX_MOVES_KEPT]
+        metrics.increment("netaware_rebalancer_moves_total", {"outcome": outcome})
         report.moves.append({**entry, "appgroup": f"{group.namespace}/{group.name}"})
         if self.decisions is not None:
             self.decisions.add({
@@ -485,7 +482,6 @@ def assess_appgroup(group: AppGroup) -> Assessment:
     best = float(report.best_score)
     if score != score or best != best:  # NaN: nothing placed to score
         return Assessment(score=0.0, best=0.0, moves=())
-    moves = tuple(Move(pod=m.pod.rpartition("/")[2], workload=m.workload, from_node=m.from_node,
-                           to_node=m.to_node, expected_gain=float(m.expected_gain), reason=m.reason)
+    moves = tuple(replace(m, pod=m.pod.rpartition("/")[2], expected_gain=float(m.expected_gain))
                   for m in report.moves)
     return Assessment(score=score, best=best, moves=moves)

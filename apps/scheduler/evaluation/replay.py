@@ -3,9 +3,11 @@ after the drift moves (rebalancer on), on the changed topology (docs/evaluation.
 
 The change is a zone pair's link degrading (``--degrade A:B:rtt_ms=40,loss=3``): the scenario's link
 between the two zones (both directions, node links between them included) gets the new values and the
-topology is derived again, exactly as from the scenario itself. "On" applies, AppGroup by AppGroup,
-every move ``drift.assess_drift`` lists on the changed topology (what a rebalancer in mode ``on`` does,
-each replacement landing where the move says).
+topology is derived again, exactly as from the scenario itself. "On" does, AppGroup by AppGroup, what a
+rebalancer in mode ``on`` does with the moves ``drift.assess_drift`` lists on the changed topology: one
+move at a time (each replacement landing where the move says) while the drift (1 - score / best) stays
+above the threshold (``NETAWARE_REBALANCER_DRIFT_THRESHOLD``'s default, 0.02), stopping after a move that
+does not raise the measured score.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ from apps.topology.scenario_topology import topology_from_scenario
 from apps.topology.topomath import Topology
 
 from .adapter import EvaluationInputError
-from .drift import apply_moves, assess_drift
+from .drift import DriftReport, apply_moves, assess_drift
 from .metrics import LatencyModel, TransferModel, network_metrics, request_latency_ms, transfer_cost
 
 # key as written -> LinkSpec field; the first spelling of each is the documented one
 _KEYS = {"rtt_ms": "latency_ms", "latency_ms": "latency_ms", "loss": "loss_pct", "loss_pct": "loss_pct",
          "bandwidth_mbps": "bandwidth_mbps"}
 _FORMAT = "ZONE:ZONE:rtt_ms=<ms>,loss=<percent>[,bandwidth_mbps=<Mbit/s>]"
+# The rebalancer's default NETAWARE_REBALANCER_DRIFT_THRESHOLD: it moves pods only while drift is above it.
+REBALANCE_THRESHOLD = 0.02
 
 
 @dataclass(frozen=True)
@@ -122,8 +126,27 @@ class ReplayOutcome:
         return self.score_on / self.best_score if self.best_score and math.isfinite(self.best_score) else math.nan
 
 
+def rebalance(state: ClusterState, group: AppGroupSpec, report: DriftReport, *,
+              threshold: float = REBALANCE_THRESHOLD) -> tuple[ClusterState, int]:
+    """``state`` after the moves a rebalancer makes from ``report`` (module docstring), and how many."""
+    score = network_metrics(state, (group,)).average
+    made = 0
+    for move in report.moves:
+        if not (math.isfinite(report.best_score) and report.best_score > 0
+                and 1.0 - score / report.best_score > threshold):
+            break
+        state = apply_moves(state, group, (move,))
+        made += 1
+        after = network_metrics(state, (group,)).average
+        if not after > score + 1e-9:
+            break  # the rebalancer stops when a move did not improve the measured score
+        score = after
+    return state, made
+
+
 def replay(state: ClusterState, groups: Sequence[AppGroupSpec], topology: Topology, *,
-           latency_model: LatencyModel, transfer_model: TransferModel) -> ReplayOutcome:
+           latency_model: LatencyModel, transfer_model: TransferModel,
+           threshold: float = REBALANCE_THRESHOLD) -> ReplayOutcome:
     """``state``: every pod placed on the healthy topology; ``topology``: the changed one."""
     before_ms = request_latency_ms(state, groups, latency_model.call_ms_matrix(state.topology))
     before = network_metrics(state, groups).average
@@ -134,8 +157,8 @@ def replay(state: ClusterState, groups: Sequence[AppGroupSpec], topology: Topolo
     best = math.nan
     for group in groups:
         report = assess_drift(state=on, group=group, latency_model=latency_model, transfer_model=transfer_model)
-        on = apply_moves(on, group, report.moves)
-        moves += len(report.moves)
+        on, made = rebalance(on, group, report, threshold=threshold)
+        moves += made
         best = report.best_score if len(groups) == 1 else math.nan
     return ReplayOutcome(
         score_before=before, score_off=network_metrics(degraded, groups).average,
