@@ -2,7 +2,7 @@
 degrades; the report gives score, latency, transfer cost and moves with the rebalancer off (the placement
 stays) and on (the drift moves made as the rebalancer makes them: one at a time while the drift is above
 its threshold). On the paper testbed, kube-scheduler's default placement spreads Online Boutique over A
-and B: off its requests slow down, on it gets back to within the threshold (2 %) of the best now.
+and B: off its requests slow down, on it gets back to within the threshold (1 %) of the best now.
 Bad --degrade values are a CommandError naming the part that is wrong."""
 
 from __future__ import annotations

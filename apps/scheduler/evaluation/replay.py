@@ -6,7 +6,7 @@ between the two zones (both directions, node links between them included) gets t
 topology is derived again, exactly as from the scenario itself. "On" does, AppGroup by AppGroup, what a
 rebalancer in mode ``on`` does with the moves ``drift.assess_drift`` lists on the changed topology: one
 move at a time (each replacement landing where the move says) while the drift (1 - score / best) stays
-above the threshold (``NETAWARE_REBALANCER_DRIFT_THRESHOLD``'s default, 0.02), stopping after a move that
+above the threshold (``NETAWARE_REBALANCER_DRIFT_THRESHOLD``'s default, 0.01), stopping after a move that
 does not raise the measured score.
 """
 
@@ -32,7 +32,7 @@ _KEYS = {"rtt_ms": "latency_ms", "latency_ms": "latency_ms", "loss": "loss_pct",
          "bandwidth_mbps": "bandwidth_mbps"}
 _FORMAT = "ZONE:ZONE:rtt_ms=<ms>,loss=<percent>[,bandwidth_mbps=<Mbit/s>]"
 # The rebalancer's default NETAWARE_REBALANCER_DRIFT_THRESHOLD: it moves pods only while drift is above it.
-REBALANCE_THRESHOLD = 0.02
+REBALANCE_THRESHOLD = 0.01
 
 
 @dataclass(frozen=True)
