@@ -50,6 +50,10 @@ export NETAWARE_REQUIRE_AUTH="${NETAWARE_REQUIRE_AUTH:-1}" DEBUG="${DEBUG:-false
 # The demo scrapes every 5 s; 1 minute rate windows give fresh quantiles within a minute or two.
 export NETAWARE_RATE_WINDOW="${NETAWARE_RATE_WINDOW:-1m}"
 export NETAWARE_PULL_WINDOW_SECONDS="${NETAWARE_PULL_WINDOW_SECONDS:-15}"
+# The demo cluster's replacement pods are Ready at once: its rebalancer may pass every 5 s and move up to
+# 6 pods a minute per AppGroup (the defaults, 10 s and 2, leave time for real pods to start).
+export NETAWARE_REBALANCER_INTERVAL_SECONDS="${NETAWARE_REBALANCER_INTERVAL_SECONDS:-5}"
+export NETAWARE_REBALANCER_APPGROUP_MOVES_PER_MINUTE="${NETAWARE_REBALANCER_APPGROUP_MOVES_PER_MINUTE:-6}"
 # Larger scenarios (e.g. NETAWARE_SCENARIO=scenarios/large-1000.yaml) scrape less often: 15 s suits 1,000 nodes.
 SCRAPE_INTERVAL="${NETAWARE_SCRAPE_INTERVAL:-5s}"
 
