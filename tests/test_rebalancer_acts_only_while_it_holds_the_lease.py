@@ -56,7 +56,8 @@ def replicas(cluster, tmp_path):
                "KUBE_API_URL": cluster.url, "KUBE_NAMESPACE": "netaware-system", "POD_NAME": name,
                "DEBUG": "false", "LOG_LEVEL": "INFO", "NETAWARE_REBALANCER_INTERVAL_SECONDS": "0.3",
                "NETAWARE_REBALANCER_SUSTAIN_SECONDS": "0", "NETAWARE_REBALANCER_LEASE_SECONDS": "3",
-               "NETAWARE_REBALANCER_APPGROUP_MOVES_PER_MINUTE": "10", "OPENBLAS_NUM_THREADS": "1"}
+               "NETAWARE_REBALANCER_APPGROUP_MOVES_PER_MINUTE": "10", "OPENBLAS_NUM_THREADS": "1",
+               "PYTHONUNBUFFERED": "1"}  # the test reads the log as it is written
         with log.open("wb") as out:
             proc = subprocess.Popen([sys.executable, "manage.py", "run_rebalancer"], cwd=ROOT, env=env,
                                     stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
