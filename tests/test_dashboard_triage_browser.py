@@ -172,6 +172,9 @@ def test_why_a_pod_is_here_in_one_click_and_decisions_keep_their_state(browser, 
     page.click("#placement-table a.why-here")
     page.wait_for_selector("#breakdown-why h3")
     assert "prioritize" in page.inner_text("#breakdown-title")
+    # The heading comes first; the filter call's reasons follow from a second request.
+    page.wait_for_function("document.querySelector('#breakdown-why').innerText.includes('Filter call:')",
+                           timeout=15000)
     why = page.inner_text("#breakdown-why")
     assert "Filter call:" in why and "passed" in why, why
     assert "open=" in page.url and "open=newest" not in page.url  # the opened decision is in the address
