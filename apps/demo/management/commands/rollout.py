@@ -110,20 +110,14 @@ class Command(BaseCommand):
         rs_names = {rs["metadata"]["name"] for rs in ours}
         pod_names = {pod["metadata"]["name"] for pod in pod_objects(group)}
         # The ReplicaSets go first: pods deleted while theirs exists would be replaced by the demo cluster.
-        status, sets, _ = api.request("GET", f"{sets_path}?labelSelector={DEMO_LABEL}")
-        if status != 200:
-            raise CommandError(f"the API at {options['api']} answered {status} listing ReplicaSets: {sets}")
-        for old in sets.get("items") or []:
-            meta = old["metadata"]
-            if (meta.get("labels") or {}).get(DEMO_LABEL) == group.name or meta["name"] in rs_names:
-                api.request("DELETE", f"{sets_path}/{meta['name']}")
-        status, listed, _ = api.request("GET", f"{pods_path}?labelSelector={DEMO_LABEL}")
-        if status != 200:
-            raise CommandError(f"the API at {options['api']} answered {status} listing pods: {listed}")
-        for pod in listed.get("items") or []:
-            meta = pod["metadata"]
-            if (meta.get("labels") or {}).get(DEMO_LABEL) == group.name or meta["name"] in pod_names:
-                api.request("DELETE", f"{pods_path}/{meta['name']}")
+        for path, names, kind in ((sets_path, rs_names, "ReplicaSets"), (pods_path, pod_names, "pods")):
+            status, listed, _ = api.request("GET", f"{path}?labelSelector={DEMO_LABEL}")
+            if status != 200:
+                raise CommandError(f"the API at {options['api']} answered {status} listing {kind}: {listed}")
+            for item in listed.get("items") or []:
+                meta = item["metadata"]
+                if (meta.get("labels") or {}).get(DEMO_LABEL) == group.name or meta["name"] in names:
+                    api.request("DELETE", f"{path}/{meta['name']}")
         owners: dict[str, dict[str, Any]] = {}
         for rs, workload in zip(ours, group.workloads, strict=True):
             status, created, _ = api.request("POST", sets_path, rs)
