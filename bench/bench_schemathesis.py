@@ -10,8 +10,8 @@ OpenAPI schema) and no 5xx (issue 21).
 Each identity is one ``schemathesis run`` with ``--max-time`` = duration, run in parallel; the seed
 is printed (and reused for every identity) so a failure replays. Prints, per identity, the test
 cases generated, the failures found, and the load average. The server should run with a high
-``NETAWARE_LOGIN_FAILURE_LIMIT``: schemathesis sends wrong credentials on purpose, and a lockout
-(429) would then hide the operations behind it.
+``NETAWARE_LOGIN_FAILURE_LIMIT`` and ``NETAWARE_LOGIN_ADDRESS_FAILURE_LIMIT``: schemathesis sends
+wrong credentials on purpose, and a lockout (429) would then hide the operations behind it.
 """
 
 from __future__ import annotations

@@ -194,6 +194,7 @@ LOGIN_URL = "login"
 # Failed logins (login page, admin, Basic auth) and failed API tokens are counted in Redis per client
 # address and user name; at the limit that pair gets 429 + Retry-After for the cool-off, without
 # hashing the password (a hash costs ~0.5 s of CPU). The same user from another address is not blocked.
+# Over every user name, one address gets NETAWARE_LOGIN_ADDRESS_FAILURE_LIMIT failures (0: no cap).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -204,7 +205,8 @@ AXES_COOLOFF_TIME = timedelta(seconds=env_int("NETAWARE_LOGIN_COOLOFF_SECONDS", 
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 # A successful login clears that pair's failures (a few typos do not add up over the day).
 AXES_RESET_ON_SUCCESS = True
-AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+NETAWARE_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("NETAWARE_LOGIN_ADDRESS_FAILURE_LIMIT", 30)
+AXES_HANDLER = "apps.accounts.lockout.AddressCappedCacheHandler"
 AXES_CACHE = "default"
 AXES_CLIENT_IP_CALLABLE = "apps.accounts.lockout.client_address"
 AXES_LOCKOUT_CALLABLE = "apps.accounts.lockout.lockout_response"

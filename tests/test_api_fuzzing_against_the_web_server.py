@@ -67,7 +67,8 @@ def identities(transactional_db):
 
 def test_no_request_of_any_identity_gets_a_5xx_or_an_answer_the_schema_does_not_document(identities, tmp_path):
     print(f"fuzz seed {SEED} (replay: NETAWARE_FUZZ_SEED={SEED})")
-    with web_server(env={"NETAWARE_LOGIN_FAILURE_LIMIT": "1000000"}) as web:
+    with web_server(env={"NETAWARE_LOGIN_FAILURE_LIMIT": "1000000",
+                         "NETAWARE_LOGIN_ADDRESS_FAILURE_LIMIT": "1000000"}) as web:
         host, port = web.url.removeprefix("http://").split(":")
         conn = http.client.HTTPConnection(host, int(port), timeout=30)
         conn.request("GET", "/api/schema/?format=json", headers={"Authorization": identities["token"][1].split(": ", 1)[1]})

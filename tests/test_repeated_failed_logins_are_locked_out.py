@@ -1,12 +1,14 @@
 """Brute force against the web server as the run command starts it (``manage.py run_web``): after
 NETAWARE_LOGIN_FAILURE_LIMIT wrong passwords (Basic auth, the login page) or wrong API tokens, the
 same client and user name get 429 with Retry-After, even with the right password; the same user from
-another client address is not blocked (issue 21)."""
+another client address is not blocked; one address guessing across many user names is stopped at
+NETAWARE_LOGIN_ADDRESS_FAILURE_LIMIT (issue 21)."""
 
 from __future__ import annotations
 
 import base64
 import http.client
+import random
 import re
 import uuid
 from urllib.parse import urlencode
@@ -18,6 +20,7 @@ from apps.accounts.services import create_api_token
 from tests.support.web_server import web_server
 
 LIMIT = 3
+ADDRESS_LIMIT = 10  # above what the other tests' shared ATTACKER address collects (2 x LIMIT)
 ATTACKER = "127.0.0.1"
 OTHER_CLIENT = "127.0.0.2"  # loopback: the kernel lets a test connect from any 127/8 address
 
@@ -40,7 +43,8 @@ def basic(username: str, password: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def web():
     """One server for the module: each test has its own user, hence its own lockout counters."""
-    with web_server(env={"NETAWARE_LOGIN_FAILURE_LIMIT": str(LIMIT), "NETAWARE_LOGIN_COOLOFF_SECONDS": "120"}) as server:
+    with web_server(env={"NETAWARE_LOGIN_FAILURE_LIMIT": str(LIMIT), "NETAWARE_LOGIN_COOLOFF_SECONDS": "120",
+                         "NETAWARE_LOGIN_ADDRESS_FAILURE_LIMIT": str(ADDRESS_LIMIT)}) as server:
         yield server
 
 
@@ -100,3 +104,19 @@ def test_wrong_login_page_passwords_lock_out_that_client_and_user_but_not_anothe
     locked = _login(web.url, user, "right-password")
     assert locked.status == 429 and int(locked.headers["Retry-After"]) > 0
     assert _login(web.url, user, "right-password", source=OTHER_CLIENT).status == 302
+
+
+def test_one_address_guessing_across_user_names_is_capped_but_valid_tokens_pass(web, user):
+    # An address of its own each run: the per-address counter outlives one run in Redis.
+    sprayer = f"127.{random.randrange(1, 255)}.{random.randrange(1, 255)}.{random.randrange(2, 255)}"
+    names = [f"spray-{uuid.uuid4().hex[:6]}-{i}" for i in range(ADDRESS_LIMIT)]
+    statuses = [request(web.url, "GET", "/api/appgroups/", source=sprayer, headers=basic(name, "guess")).status
+                for name in names]
+    assert statuses == [401] * ADDRESS_LIMIT, "one failure per user name: no (user, address) pair is near its limit"
+    capped = request(web.url, "GET", "/api/appgroups/", source=sprayer, headers=basic(user, "right-password"))
+    assert capped.status == 429 and int(capped.headers["Retry-After"]) > 0, capped.status
+    assert request(web.url, "GET", "/api/appgroups/", source=OTHER_CLIENT,
+                   headers=basic(user, "right-password")).status == 200
+    token = create_api_token(user=get_user_model().objects.get(username=user), name="t")[1]
+    valid = request(web.url, "GET", "/api/appgroups/", source=sprayer, headers={"Authorization": f"Bearer {token}"})
+    assert valid.status == 200, "a valid token is never locked out"
