@@ -45,12 +45,31 @@ from .state import ClusterState, NodeResources, evolve
 DEFAULT_BUDGET_S = 0.050
 # What a plan maximises (a ``plan`` argument of the profile): the paper's network score (default), the KEP's
 # network cost, the modelled call time (latency: RTT + 4 KiB at the bandwidth + loss x RTO per packet, as the
-# evaluation's LatencyModel) or cross-zone / cross-region transfer (bytes x TRANSFER_USD_PER_GB); each as a
+# evaluation's LatencyModel) or cross-zone / cross-region transfer (bytes x TransferPrices); each as a
 # 0..1 benefit per zone pair (1 = free), weighted per dependency as the score is (traffic-weighted with weights).
 OBJECTIVES = ("network-score", "network-cost", "latency", "transfer-cost")
-# Example prices per GB (AWS list prices: $0.01/GB each way between zones, from $0.02/GB between regions);
-# only their ratio matters to the plan. docs/evaluation.md "Transfer cost".
-TRANSFER_USD_PER_GB = {"zone": 0.02, "region": 0.02}
+
+
+@dataclass(frozen=True)
+class TransferPrices:
+    """USD per GB between two zones of a region and between regions (the ``transfer-cost`` objective;
+    a profile's ``plan`` arguments ``zone_usd_per_gb`` / ``region_usd_per_gb``). The defaults are
+    examples (AWS list prices: $0.01/GB each way between zones, from $0.02/GB between regions); only
+    their ratio matters to the plan. docs/evaluation.md "Transfer cost"."""
+
+    zone: float = 0.02
+    region: float = 0.02
+
+
+DEFAULT_TRANSFER_PRICES = TransferPrices()
+
+
+def objective_key(objective: str, prices: TransferPrices = DEFAULT_TRANSFER_PRICES) -> str:
+    """What tells two plans' objectives apart (a plan book's key): the name, with the prices for
+    ``transfer-cost`` when they are not the defaults."""
+    if objective != "transfer-cost" or prices == DEFAULT_TRANSFER_PRICES:
+        return objective
+    return f"{objective}(zone={prices.zone:g},region={prices.region:g})"
 CALL_BYTES = 4 * 1024
 CALL_PACKETS = 4  # ceil(4 KiB / 1448) + the request's own packet
 RTO_MS = 200.0
@@ -222,14 +241,14 @@ def _zone_call_ms(state: ClusterState, zones: _Zones) -> np.ndarray:
     return _block_means(call, zones, diagonal=0.05)
 
 
-def _zone_transfer_usd(zones: _Zones) -> np.ndarray:
-    """Price per GB between zones: 0 inside one, TRANSFER_USD_PER_GB's zone or region price otherwise."""
+def _zone_transfer_usd(zones: _Zones, prices: TransferPrices) -> np.ndarray:
+    """Price per GB between zones: 0 inside one, the zone or region price otherwise."""
     regions = np.array(zones.regions, dtype=object)
     same_region = regions[:, None] == regions[None, :]
-    out = np.where(same_region, TRANSFER_USD_PER_GB["zone"], TRANSFER_USD_PER_GB["region"])
+    out = np.where(same_region, prices.zone, prices.region)
     np.fill_diagonal(out, 0.0)
-    prices: np.ndarray = out.astype(np.float64)
-    return prices
+    per_gb: np.ndarray = out.astype(np.float64)
+    return per_gb
 
 
 def _benefit(cost: np.ndarray) -> np.ndarray:
@@ -275,7 +294,7 @@ class _Problem:
 
 
 def _problem(state: ClusterState, group: AppGroupSpec, objective: str,
-             reserved: Mapping[str, np.ndarray] | None) -> _Problem:
+             reserved: Mapping[str, np.ndarray] | None, prices: TransferPrices = DEFAULT_TRANSFER_PRICES) -> _Problem:
     zones = _zones(state, reserved)
     zi = {z: i for i, z in enumerate(zones.names)}
     workloads = [w for w in group.workloads if w.replicas > 0]
@@ -316,7 +335,7 @@ def _problem(state: ClusterState, group: AppGroupSpec, objective: str,
     bandwidth = _zone_bandwidth_mbps(state, zones) if any(d.min_bandwidth_bps for _, _, d, _ in raw) else None
     score_cache: dict[Sensitivity, np.ndarray] = {}
     fixed = (_benefit(_zone_call_ms(state, zones)) if objective == "latency" and raw else
-             _benefit(_zone_transfer_usd(zones)) if objective == "transfer-cost" and raw else None)
+             _benefit(_zone_transfer_usd(zones, prices)) if objective == "transfer-cost" and raw else None)
     edges: list[tuple[int, int, np.ndarray, float]] = []
     forbidden: list[tuple[int, int, int, int]] = []
     for u, d, dep, weight in raw:
@@ -986,7 +1005,7 @@ def _plan_id(group: AppGroupSpec, *places: Mapping[str, Mapping[str, int]]) -> s
 def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "network-score",
                  budget_s: float = DEFAULT_BUDGET_S, reserved: Mapping[str, np.ndarray] | None = None,
                  use_milp: bool = True, reason: str = "", mode: str = "soft",
-                 wall_slack: float = WALL_SLACK) -> PlacementPlan:
+                 wall_slack: float = WALL_SLACK, prices: TransferPrices = DEFAULT_TRANSFER_PRICES) -> PlacementPlan:
     """A plan for every pod of ``group`` not yet bound in ``state`` within ``budget_s`` worth of work
     (WORK_PER_SECOND; WALL_SLACK x ``budget_s`` of wall time as a safety net), beyond the granularity
     of one greedy pass and of building the model. ``reserved``: per zone (cpu, memory, pods) held by other
@@ -997,7 +1016,7 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
         raise ValueError(f"mode: must be one of {', '.join(MODES)}, got {mode!r}")
     started = time.perf_counter()
     label = f"{group.namespace}/{group.name}"
-    problem = _problem(state, group, objective, reserved)
+    problem = _problem(state, group, objective, reserved, prices)
     nw, nz = problem.placed.shape
     budget_s = adapted_budget(budget_s, nw, nz)
     total = _Deadline(budget_s, wall_slack)
@@ -1096,13 +1115,15 @@ def compute_plan(*, state: ClusterState, group: AppGroupSpec, objective: str = "
 def compute_joint_plans(*, state: ClusterState, groups: Sequence[AppGroupSpec], objective: str = "network-score",
                         budget_s: float = DEFAULT_BUDGET_S, reserved: Mapping[str, np.ndarray] | None = None,
                         use_milp: bool = True, reason: str = "", mode: str = "soft",
-                        wall_slack: float = WALL_SLACK) -> list[PlacementPlan]:
+                        wall_slack: float = WALL_SLACK,
+                        prices: TransferPrices = DEFAULT_TRANSFER_PRICES) -> list[PlacementPlan]:
     """Plans for several AppGroups decided together (one model, their capacity shared), one per
     group in ``groups`` order: the first is the AppGroup a pod asked for, the others AppGroups with
     no pod placed yet, so that the first does not take the room the others' best zones had."""
     if len(groups) == 1:
         return [compute_plan(state=state, group=groups[0], objective=objective, budget_s=budget_s,
-                             reserved=reserved, use_milp=use_milp, reason=reason, mode=mode, wall_slack=wall_slack)]
+                             reserved=reserved, use_milp=use_milp, reason=reason, mode=mode, wall_slack=wall_slack,
+                             prices=prices)]
     first = groups[0]
 
     def joint(g: AppGroupSpec, name: str) -> str:
@@ -1118,7 +1139,8 @@ def compute_joint_plans(*, state: ClusterState, groups: Sequence[AppGroupSpec], 
             if nodes:
                 placements[(first.namespace, first.name, joint(g, w.name))] = nodes
     plan = compute_plan(state=evolve(state, placements=placements), group=combined, objective=objective,
-                        budget_s=budget_s, reserved=reserved, use_milp=use_milp, reason=reason, wall_slack=wall_slack)
+                        budget_s=budget_s, reserved=reserved, use_milp=use_milp, reason=reason, wall_slack=wall_slack,
+                        prices=prices)
     out = []
     for i, g in enumerate(groups):
         prefix = f"{g.namespace}/{g.name}/"
@@ -1209,8 +1231,8 @@ class PlanBook:
         self.computed = 0
 
     def plan_for(self, state: ClusterState, group: AppGroupSpec, *, objective: str = "network-score",
-                 mode: str = "soft") -> PlacementPlan:
-        key = (group.namespace, group.name, objective, mode)
+                 mode: str = "soft", prices: TransferPrices = DEFAULT_TRANSFER_PRICES) -> PlacementPlan:
+        key = (group.namespace, group.name, objective_key(objective, prices), mode)
         # The placements tuples themselves: the cache hands out the same tuple objects until the
         # workload's pods change, so this is cheap, and equal tuples mean the same pods.
         version = (id(state.topology), tuple(
@@ -1227,10 +1249,10 @@ class PlanBook:
                 self._keep(versions, version, latest)
                 return latest.plan
             reserved = self._reserved(state, key)
-            companions = self._unstarted(state, group, objective) if mode == "soft" else []
+            companions = self._unstarted(state, group, key[2]) if mode == "soft" else []
         plans = compute_joint_plans(state=state, groups=[group, *companions], objective=objective,
                                     budget_s=self.budget_s, reserved=reserved, reason=reason or "", mode=mode,
-                                    wall_slack=self.wall_slack)
+                                    wall_slack=self.wall_slack, prices=prices)
         plan = plans[0]
         with self._lock:
             versions = self._plans.setdefault(key, OrderedDict())
@@ -1239,7 +1261,7 @@ class PlanBook:
                 return raced.plan
             self._keep(versions, version, _Entry(plan, group, weakref.ref(state.topology), placed))
             for other, other_plan in zip(companions, plans[1:], strict=True):
-                other_key = (other.namespace, other.name, objective, mode)
+                other_key = (other.namespace, other.name, key[2], mode)
                 if other_key not in self._plans:  # still unplanned: it gets its share of the joint plan
                     self._keep(self._plans.setdefault(other_key, OrderedDict()),
                                (id(state.topology), tuple(() for _ in other.workloads)),
@@ -1276,14 +1298,14 @@ class PlanBook:
     MAX_JOINT_GROUPS = 8
     MAX_JOINT_WORKLOADS = 200
 
-    def _unstarted(self, state: ClusterState, group: AppGroupSpec, objective: str) -> list[AppGroupSpec]:
+    def _unstarted(self, state: ClusterState, group: AppGroupSpec, objective_id: str) -> list[AppGroupSpec]:
         """AppGroups with no pod placed and no plan yet, planned together with ``group`` (a few); not
         those asking for a hard ``topologyMode``, whose pods will ask for a plan in that mode."""
         out: list[AppGroupSpec] = []
         size = len(group.workloads)
         for other in state.appgroups:
             if (other.namespace, other.name) == (group.namespace, group.name) or (
-                    other.namespace, other.name, objective, "soft") in self._plans or not any(
+                    other.namespace, other.name, objective_id, "soft") in self._plans or not any(
                     w.replicas > 0 for w in other.workloads) or other.topology_mode != "soft":
                 continue
             if any(state.placements.get((other.namespace, other.name, w.name)) for w in other.workloads):

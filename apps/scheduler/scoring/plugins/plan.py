@@ -18,7 +18,7 @@ from apps.appgroups.graph import AppGroupSpec
 
 from .. import plans
 from ..common import MAX_NODE_SCORE, WorkloadRef, lookup, node_zone_region, placed_nodes
-from ..plugin import Context, Explanation, FilterResult, Plugin, choice, readonly
+from ..plugin import Context, Explanation, FilterResult, Plugin, ProfileError, choice, number, readonly
 from ..state import ClusterState
 
 NAME = "plan"
@@ -28,6 +28,18 @@ NAME = "plan"
 class PlanArgs:
     objective: str = choice("network-score", plans.OBJECTIVES)
     mode: str = choice("soft", plans.MODES)
+    # The transfer-cost objective's prices (USD per GB between zones of a region / between regions).
+    zone_usd_per_gb: float = number(plans.DEFAULT_TRANSFER_PRICES.zone, low=0.0, high=1000.0)
+    region_usd_per_gb: float = number(plans.DEFAULT_TRANSFER_PRICES.region, low=0.0, high=1000.0)
+
+    def check(self, path: str) -> None:
+        if self.objective == "transfer-cost" and self.zone_usd_per_gb == 0 and self.region_usd_per_gb == 0:
+            raise ProfileError(f"{path}.region_usd_per_gb", "region_usd_per_gb: with zone_usd_per_gb also 0 "
+                               "every placement costs nothing, so the transfer-cost objective cannot choose")
+
+    @property
+    def prices(self) -> plans.TransferPrices:
+        return plans.TransferPrices(zone=self.zone_usd_per_gb, region=self.region_usd_per_gb)
 
 
 def mode_of(ctx: Context, args: PlanArgs) -> str:
@@ -40,16 +52,17 @@ def hard_mode(ctx: Context, args: PlanArgs) -> bool:
     return mode_of(ctx, args) != "soft"
 
 
-def _plan(ctx: Context, objective: str, mode: str) -> plans.PlacementPlan:
+def _plan(ctx: Context, args: PlanArgs, mode: str) -> plans.PlacementPlan:
     """The AppGroup's plan: from the state's plan book (kept while valid), else computed; asked once
     per state (``state.score_memo``: filter and prioritize of every pod of this state share it)."""
     group = ctx.workload.group
     book = ctx.state.plan_book
-    key = ("plan", group.namespace, group.name, objective, mode)
+    objective, prices = args.objective, args.prices
+    key = ("plan", group.namespace, group.name, plans.objective_key(objective, prices), mode)
     known = ctx.state.score_memo.get(key)
     if known is None or known[0] != group:
-        plan = (book.plan_for(ctx.state, group, objective=objective, mode=mode) if book is not None
-                else plans.compute_plan(state=ctx.state, group=group, objective=objective, mode=mode))
+        plan = (book.plan_for(ctx.state, group, objective=objective, mode=mode, prices=prices) if book is not None
+                else plans.compute_plan(state=ctx.state, group=group, objective=objective, mode=mode, prices=prices))
         known = (group, plan)
         ctx.state.score_memo.put(key, known, size=1)
     result: plans.PlacementPlan = known[1]
@@ -96,7 +109,7 @@ def _in_zones(ctx: Context, zones: frozenset[str]) -> np.ndarray:
 def _masks(ctx: Context, args: PlanArgs) -> tuple[np.ndarray, np.ndarray, plans.PlacementPlan, tuple[str, ...]]:
     """Candidates on a node, and in a zone, where the plan still wants a pod of this workload."""
     ref = ctx.workload
-    plan = _plan(ctx, args.objective, mode_of(ctx, args))
+    plan = _plan(ctx, args, mode_of(ctx, args))
     workload = ref.workload.name
     zones_left = dict(plan.zones_for(workload))
     nodes_left = dict(plan.nodes_for(workload))
