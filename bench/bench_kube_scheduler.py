@@ -501,7 +501,9 @@ def extender_histograms(text: str, before: str) -> dict[str, Any]:
 
 def scheduler_histograms(text: str, profile: str) -> dict[str, Any]:
     out = {"scheduling_attempt": quantiles(buckets(text, "scheduler_scheduling_attempt_duration_seconds",
-                                                   {"profile": profile, "result": "scheduled"}))}
+                                                   {"profile": profile, "result": "scheduled"})),
+           # the scheduling cycle's algorithm: the Filter and Score points plus the extender's round trips
+           "scheduling_algorithm": quantiles(buckets(text, "scheduler_scheduling_algorithm_duration_seconds", {}))}
     for point in ("Filter", "Score", "Bind", "PreBind"):
         out[point] = quantiles(buckets(text, "scheduler_framework_extension_point_duration_seconds",
                                        {"profile": profile, "extension_point": point}))
@@ -657,7 +659,7 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
         for q in ("p50_ms", "p99_ms"):
             out[f"extender_{verb}_{q}"] = median_of(runs[NETAWARE], "extender", verb, q)
     for which, key in ((DEFAULT, "default"), (NETAWARE, "netaware")):
-        for point in ("scheduling_attempt", "Filter", "Score", "Bind"):
+        for point in ("scheduling_attempt", "scheduling_algorithm", "Filter", "Score", "Bind"):
             for q in ("p50_ms", "p99_ms"):
                 out[f"{key}_{point}_{q}"] = median_of(runs[which], "kube_scheduler", point, q)
     out["load"] = [r["load"] for r in runs[DEFAULT] + runs[NETAWARE]]

@@ -10,6 +10,12 @@ unchanged WSGI app. A body that does not arrive in time reaches the app as a ``w
 read raises :class:`BodyTimeout`, so the app decides how to answer (the extender: a 200 with the
 reason; the web: ``refuse_unreadable``, 408 or 413 without reaching Django). Responses are collected and sent in one piece (no streaming responses here).
 
+``inline``: requests it accepts (path, body length) run on the event loop's own thread instead. For
+short CPU-bound handlers whose client waits on each answer before sending the next request
+(kube-scheduler's filter and prioritize): the hand-off to a pool thread and back costs two thread
+wake-ups and GIL hand-overs per request, which on a busy machine were as long as the handler itself.
+Anything that waits on I/O (a bind waits on the Kubernetes API) must stay on the pool.
+
 Framework-free on purpose: both servers (``run_extender``, ``run_web``) use it.
 """
 
@@ -77,8 +83,10 @@ class BufferedWSGI:
     """RSGI application (``__rsgi__``) running ``app`` on ``threads`` threads once the body is in."""
 
     def __init__(self, app: WSGIApp, *, threads: int, body_timeout: float, max_body: int,
-                 script_name: str = "", refuse_unreadable: bool = False) -> None:
+                 script_name: str = "", refuse_unreadable: bool = False,
+                 inline: Callable[[str, int], bool] | None = None) -> None:
         self.app = app
+        self.inline = inline
         # True: a body that did not arrive (408) or is too large (413) is answered here, the app never
         # sees the request; False: the app gets a wsgi.input that raises, and answers itself.
         self.refuse_unreadable = refuse_unreadable
@@ -110,6 +118,9 @@ class BufferedWSGI:
                 return b"", declared, None  # the app refuses it by its Content-Length; nothing is read
 
         async def collect() -> bytes:
+            if declared is not None:  # bounded above; granian reads exactly that many bytes
+                data: bytes = await protocol()
+                return data
             chunks: list[bytes] = []
             size = 0
             async for chunk in protocol:
@@ -120,7 +131,8 @@ class BufferedWSGI:
             return b"".join(chunks)
 
         try:
-            body = await asyncio.wait_for(collect(), self.body_timeout)
+            async with asyncio.timeout(self.body_timeout):  # no task per request, unlike wait_for
+                body = await collect()
         except TimeoutError:
             return b"", declared, BodyTimeout(
                 f"body: not received within {self.body_timeout:g} s (declared {declared_text or 'chunked'})")
@@ -202,5 +214,8 @@ class BufferedWSGI:
         environ = self._environ(scope, body, length, error)
         with self.stats.lock:
             self.stats.waiting += 1
-        status, headers, data = await asyncio.get_running_loop().run_in_executor(self.pool, self._run, environ)
+        if error is None and self.inline is not None and self.inline(scope.path, len(body)):
+            status, headers, data = self._run(environ)
+        else:
+            status, headers, data = await asyncio.get_running_loop().run_in_executor(self.pool, self._run, environ)
         protocol.response_bytes(status, headers, data)

@@ -47,9 +47,12 @@ process_runtime()
 
 # What granian serves (RSGI): the body is read on the event loop within the deadline, then
 # ``application`` runs on a request thread; a slow client holds a coroutine, never a thread.
+# Filter and prioritize with a body of node names run on the event loop itself (kube-scheduler waits
+# on each before the next; milliseconds of CPU, no I/O); binds wait on the API and stay on the threads,
+# as do bodies of full Node objects, whose evaluation may take up to the deadline.
 rsgi = BufferedWSGI(application, threads=int(os.environ.get("NETAWARE_EXTENDER_THREADS", "32")),
                     body_timeout=float(os.environ.get("NETAWARE_EXTENDER_BODY_TIMEOUT_SECONDS", "1")),
-                    max_body=extender_views.max_body())
+                    max_body=extender_views.max_body(), inline=extender_views.runs_inline)
 health.request_stats = rsgi.stats.snapshot
 _health_bind = os.environ.get("NETAWARE_EXTENDER_HEALTH_BIND", "127.0.0.1:8002")
 if _health_bind:
