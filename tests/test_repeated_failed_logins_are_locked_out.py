@@ -20,9 +20,17 @@ from apps.accounts.services import create_api_token
 from tests.support.web_server import web_server
 
 LIMIT = 3
-ADDRESS_LIMIT = 10  # above what the other tests' shared ATTACKER address collects (2 x LIMIT)
-ATTACKER = "127.0.0.1"
-OTHER_CLIENT = "127.0.0.2"  # loopback: the kernel lets a test connect from any 127/8 address
+ADDRESS_LIMIT = 10  # above what this module's shared ATTACKER address collects (2 x LIMIT)
+
+
+def _address() -> str:
+    """A loopback address of this run's own (the kernel lets a test connect from any 127/8 address):
+    the per-address counters outlive a test in Redis, and other tests fail logins from 127.0.0.1."""
+    return f"127.{random.randrange(1, 255)}.{random.randrange(1, 255)}.{random.randrange(2, 255)}"
+
+
+ATTACKER = _address()
+OTHER_CLIENT = _address()
 
 
 def request(url: str, method: str, path: str, *, source: str = ATTACKER, headers: dict[str, str] | None = None,
@@ -68,7 +76,7 @@ def test_wrong_basic_auth_passwords_lock_out_that_client_and_user_but_not_anothe
 
 def test_wrong_api_tokens_are_locked_out_per_client_but_valid_ones_pass(web, user):
     user_token = create_api_token(user=get_user_model().objects.get(username=user), name="t")[1]
-    guesser = "127.0.0.3"  # token failures count per address alone: not the other tests' addresses
+    guesser = _address()  # token failures count per address alone: not the other tests' addresses
     statuses = [request(web.url, "GET", "/api/appgroups/", source=guesser,
                         headers={"Authorization": f"Bearer nat_guess{i}"}).status for i in range(LIMIT)]
     assert statuses == [401] * LIMIT
@@ -107,8 +115,7 @@ def test_wrong_login_page_passwords_lock_out_that_client_and_user_but_not_anothe
 
 
 def test_one_address_guessing_across_user_names_is_capped_but_valid_tokens_pass(web, user):
-    # An address of its own each run: the per-address counter outlives one run in Redis.
-    sprayer = f"127.{random.randrange(1, 255)}.{random.randrange(1, 255)}.{random.randrange(2, 255)}"
+    sprayer = _address()
     names = [f"spray-{uuid.uuid4().hex[:6]}-{i}" for i in range(ADDRESS_LIMIT)]
     statuses = [request(web.url, "GET", "/api/appgroups/", source=sprayer, headers=basic(name, "guess")).status
                 for name in names]
