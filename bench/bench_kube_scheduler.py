@@ -27,6 +27,11 @@ medians are reported, plus per run the extender's own histograms (``netaware_ext
 p50/p99 by verb, from its /metrics, during that run) and kube-scheduler's
 ``scheduler_scheduling_attempt_duration_seconds`` and ``scheduler_framework_extension_point_duration_seconds``.
 
+``--trivial`` adds a third scheduler per repetition: the shipped configuration without its bind verb,
+pointed at ``bench/trivial_extender.py`` (fixed answers: every candidate kept, every score 0) served by
+granian with the same mutual TLS: the floor of any Python extender over this protocol on this machine,
+so ``netaware / trivial`` says what is ours and ``trivial / default`` what the protocol costs.
+
 ``--quality`` is the paper's experiment through the real kube-scheduler: the paper testbed's 19
 nodes, Online Boutique's pods in ``--orders`` arrival orders (``evaluate``'s seeds), each order
 scheduled by netaware-scheduler and by the default scheduler; the average network score (0-100, the
@@ -66,6 +71,7 @@ ROOT = _cluster.ROOT
 SHIPPED_CONFIG = ROOT / "k8s" / "scheduler" / "scheduler-config.yaml"
 SCENARIO = ROOT / "scenarios" / "paper-testbed.yaml"
 NETAWARE = "netaware-scheduler"
+TRIVIAL = "trivial-extender-scheduler"
 DEFAULT = "default-scheduler"
 NAMESPACE = "default"
 BENCH_LABEL = "netaware.io/bench"
@@ -263,14 +269,17 @@ def scheduler_config(work: Path, which: str, kubeconfig_path: Path, extender_por
     if which == DEFAULT:
         config: dict[str, Any] = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                                   "leaderElection": {"leaderElect": False}}
-    else:
+    else:  # NETAWARE, or TRIVIAL: the same configuration pointed at the trivial extender (no bind verb)
         shipped = yaml.safe_load(SHIPPED_CONFIG.read_text())
         config = yaml.safe_load(shipped["data"]["scheduler-config.yaml"])
         (extender,) = config["extenders"]
         # The shipped Service address resolves in-cluster only; serverName (what the certificate names) is kept.
         extender["urlPrefix"] = f"https://127.0.0.1:{extender_port}/scheduler"
-        if no_bind_verb:
+        if no_bind_verb or which == TRIVIAL:
             extender.pop("bindVerb", None)
+        if which == TRIVIAL:
+            (profile,) = config["profiles"]
+            profile["schedulerName"] = TRIVIAL
         extender["tlsConfig"].update(certFile=str(certs["sched_crt"]), keyFile=str(certs["sched_key"]),
                                      caFile=str(certs["ext_ca"]))
     config["clientConnection"] = connection
@@ -522,6 +531,7 @@ class Bench:
         self.api: Api
         self.extender_port = 0
         self.health_port = 0
+        self.trivial_port = 0
 
     def start(self, topology: Any, appgroup_doc: dict[str, Any], specs: list[tuple[str, str, str, str, str]]) -> None:
         self.certs = make_certs(self.work)
@@ -552,6 +562,15 @@ class Bench:
             return body.get("nodes") == len(specs) and bool(body.get("appgroups"))
 
         wait_until("extender cache with every node", has_nodes, 120, self.procs, "extender")
+        if getattr(self.args, "trivial", False):
+            self.trivial_port = _cluster.free_port()
+            self.procs.start("trivial-extender", [
+                sys.executable, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1",
+                "--port", str(self.trivial_port), "--workers", "1", "--log-level", "warning",
+                "--ssl-certificate", str(self.certs["ext_crt"]), "--ssl-keyfile", str(self.certs["ext_key"]),
+                "--ssl-ca", str(self.certs["ext_ca"]), "--ssl-client-verify", "bench.trivial_extender:application"])
+            _cluster.wait_for_port(self.trivial_port, self.procs.procs["trivial-extender"], "trivial-extender",
+                                   self.work / "trivial-extender.log")
 
     def cpu(self) -> dict[str, float]:
         """CPU seconds used so far by each process this benchmark started (with its children)."""
@@ -567,11 +586,12 @@ class Bench:
         create_pods(api, pods, which)
         names = {p["metadata"]["name"] for p in pods}
         watch = BindWatch(api, names)
-        if which == NETAWARE:  # a lease left by the previous run's process would delay the start by 15 s
+        if which != DEFAULT:  # a lease left by the previous run's process would delay the start by 15 s
             api.request("DELETE", "/apis/coordination.k8s.io/v1/namespaces/netaware-system/leases/netaware-scheduler")
         port = _cluster.free_port()
-        config = scheduler_config(self.work, which, self.kubeconfig, self.extender_port, self.certs, self.args.qps,
-                                  getattr(self.args, "no_bind_verb", False))
+        config = scheduler_config(self.work, which, self.kubeconfig,
+                                  self.trivial_port if which == TRIVIAL else self.extender_port, self.certs,
+                                  self.args.qps, getattr(self.args, "no_bind_verb", False))
         ext_before = self.extender_metrics()
         load_before = os.getloadavg()[0]
         cpu_before = self.cpu()
@@ -634,35 +654,44 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
                            "extender_env": args.extender_env, "no_bind_verb": args.no_bind_verb,
                            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
                            "logs": str(bench.work)}
-    runs: dict[str, list[dict[str, Any]]] = {DEFAULT: [], NETAWARE: []}
+    schedulers = (DEFAULT, NETAWARE, TRIVIAL) if args.trivial else (DEFAULT, NETAWARE)
+    runs: dict[str, list[dict[str, Any]]] = {which: [] for which in schedulers}
     try:
         bench.start(topology, appgroup_doc, specs)
         del topology
         out["nodes_created_s"] = round(bench.nodes_seconds, 1)
         for rep in range(args.reps):
-            order = (DEFAULT, NETAWARE) if rep % 2 == 0 else (NETAWARE, DEFAULT)
-            for which in order:
+            shift = rep % len(schedulers)  # which goes first rotates
+            for which in schedulers[shift:] + schedulers[:shift]:
                 result = bench.run(which, pods)
                 result.pop("placement")
                 runs[which].append(result)
                 print(orjson.dumps({"rep": rep, **result}).decode(), file=sys.stderr, flush=True)
     finally:
         bench.procs.stop_all()
-    for which, key in ((DEFAULT, "default"), (NETAWARE, "netaware")):
-        out[f"{key}_pods_per_s"] = median_of(runs[which], "pods_per_s")
-        out[f"{key}_runs_pods_per_s"] = [r["pods_per_s"] for r in runs[which]]
+    keys = ((DEFAULT, "default"), (NETAWARE, "netaware"), (TRIVIAL, "trivial"))
+    for which, key in keys:
+        if which in runs:
+            out[f"{key}_pods_per_s"] = median_of(runs[which], "pods_per_s")
+            out[f"{key}_runs_pods_per_s"] = [r["pods_per_s"] for r in runs[which]]
     out["ratio"] = (round(out["netaware_pods_per_s"] / out["default_pods_per_s"], 3)
                     if out["default_pods_per_s"] else None)
     out["ratios_per_rep"] = [round(n["pods_per_s"] / d["pods_per_s"], 3) if d["pods_per_s"] else None
                              for d, n in zip(runs[DEFAULT], runs[NETAWARE], strict=True)]
+    if args.trivial and out["default_pods_per_s"] and out["trivial_pods_per_s"]:
+        # what the protocol itself costs (any Python extender), and what is ours on top of it
+        out["trivial_ratio"] = round(out["trivial_pods_per_s"] / out["default_pods_per_s"], 3)
+        out["netaware_over_trivial"] = round(out["netaware_pods_per_s"] / out["trivial_pods_per_s"], 3)
     for verb in ("filter", "prioritize", "bind"):
         for q in ("p50_ms", "p99_ms"):
             out[f"extender_{verb}_{q}"] = median_of(runs[NETAWARE], "extender", verb, q)
-    for which, key in ((DEFAULT, "default"), (NETAWARE, "netaware")):
+    for which, key in keys:
+        if which not in runs:
+            continue
         for point in ("scheduling_attempt", "scheduling_algorithm", "Filter", "Score", "Bind"):
             for q in ("p50_ms", "p99_ms"):
                 out[f"{key}_{point}_{q}"] = median_of(runs[which], "kube_scheduler", point, q)
-    out["load"] = [r["load"] for r in runs[DEFAULT] + runs[NETAWARE]]
+    out["load"] = [r["load"] for which in schedulers for r in runs[which]]
     out["runs"] = runs
     return out
 
@@ -732,6 +761,9 @@ def main() -> None:
     parser.add_argument("--quality", action="store_true", help="the paper's experiment instead of throughput")
     parser.add_argument("--orders", type=int, default=10)
     parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--trivial", action="store_true",
+                        help="also run the shipped configuration against bench/trivial_extender.py (fixed answers, no "
+                             "bind verb, same mutual TLS): the floor of any Python extender")
     parser.add_argument("--no-bind-verb", action="store_true",
                         help="experiment, not the shipped configuration: drop bindVerb (kube-scheduler binds itself)")
     parser.add_argument("--extender-env", action="append", default=[], metavar="NAME=VALUE",
@@ -772,6 +804,11 @@ def main() -> None:
           f"{out['extender_bind_p50_ms']}–{out['extender_bind_p99_ms']} | "
           f"{out['default_scheduling_attempt_p50_ms']}/{out['default_scheduling_attempt_p99_ms']} / "
           f"{out['netaware_scheduling_attempt_p50_ms']}/{out['netaware_scheduling_attempt_p99_ms']} |")
+    if args.trivial:
+        print(f"trivial extender: {out['trivial_pods_per_s']} pods/s ({out['trivial_runs_pods_per_s']}), "
+              f"{out.get('trivial_ratio')} x default; netaware = {out.get('netaware_over_trivial')} x trivial; "
+              f"scheduling algorithm p50 default / netaware / trivial: {out['default_scheduling_algorithm_p50_ms']} / "
+              f"{out['netaware_scheduling_algorithm_p50_ms']} / {out['trivial_scheduling_algorithm_p50_ms']} ms")
     print(f"load averages (1 min) before/after each run: {out['load']}")
 
 
