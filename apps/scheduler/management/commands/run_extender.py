@@ -4,7 +4,8 @@ Granian (HTTP in Rust, the WSGI app in Python threads) serves ``netaware_site.ex
 process, many threads. One process on purpose: its scheduling cache is the single place binds are
 assumed, so every filter sees every bind answered before it; replicas are made safe by leader
 election (NETAWARE_EXTENDER_LEADER_ELECTION), not by more processes. Binds wait on the Kubernetes
-API in their own threads and never hold up filter/prioritize of other pods.
+API in their own threads and never hold up filter/prioritize of other pods, which (with bodies of
+node names) run on the event loop thread itself.
 """
 
 from __future__ import annotations
