@@ -57,7 +57,8 @@ _BLOCKER: list = []
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
-    """Remember what the migrations seeded (built-in profiles, beat schedules, roles) once they ran.
+    """Remember what the migrations seeded (built-in profiles, beat schedules, roles) once they ran;
+    at the end, end every other session on the test database so that it can be dropped.
 
     Under pytest-xdist's ``--dist loadfile`` a worker runs whole files in turn, so a plain ``db`` test
     can follow a transactional one whose teardown flushed every table; pytest_runtest_teardown below
@@ -68,7 +69,13 @@ def django_db_setup(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():
         _SEEDED[connection.alias] = connection.creation.serialize_db_to_string()
     _BLOCKER.append(django_db_blocker)
-    return django_db_setup
+    yield django_db_setup
+    # Before pytest-django drops the test database: a connection some thread of this session still holds
+    # (a runtime's loader, a server's leftover) made the DROP fail with "being accessed by other users"
+    # and left the database behind. The role may end its own sessions.
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
 
 
 def _flush_with_delete() -> None:
