@@ -126,9 +126,12 @@ class AppGroupViewSet(viewsets.ModelViewSet):
     )
     @action(detail=True, methods=["get"])
     def placements(self, request: Request, pk: str | None = None) -> Response:
+        """Paginated like every list (limit / offset, bounded page size), as the schema says: an
+        AppGroup of thousands of pods is never one unbounded answer."""
         appgroup = self.get_object()
         rows = Placement.objects.filter(appgroup=appgroup).select_related("appgroup", "workload")
-        return Response(PlacementSerializer(rows, many=True).data)
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(PlacementSerializer(page, many=True).data)
 
     @extend_schema(
         summary="Topological order of the workloads (the AppGroup's algorithm unless ?algorithm= is given)",
