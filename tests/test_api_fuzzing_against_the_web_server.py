@@ -24,12 +24,13 @@ from pathlib import Path
 
 import pytest
 import requests
+import schemathesis
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from apps.accounts.roles import VIEWER
 from apps.accounts.services import create_api_token, ensure_roles
-from apps.appgroups import services as appgroup_services
+from tests.support.dashboard_seed import place, seed_boutique
 from tests.support.web_server import web_server
 
 pytestmark = pytest.mark.slow
@@ -101,18 +102,11 @@ def test_no_request_of_any_identity_gets_a_5xx_or_an_answer_the_schema_does_not_
 
 
 def test_every_read_of_an_appgroup_with_placements_answers_what_the_schema_documents(transactional_db):
-    import schemathesis
-    import yaml
-
     ensure_roles()
     admin = get_user_model().objects.create_superuser("reader-admin", "", "reader-admin-password")
     token = create_api_token(user=admin, name="reader")[1]
-    document = yaml.safe_load((Path(__file__).resolve().parents[1] / "scenarios" / "online-boutique-appgroup.yaml")
-                              .read_text())
-    appgroup = appgroup_services.import_document(document=document)
-    placed = appgroup_services.record_placement(pod_namespace=appgroup.namespace, pod_name="frontend-0", pod_uid="u0",
-                                                node_name="n1402", labels={"app": "frontend"}, source="extender")
-    assert placed is not None
+    appgroup = seed_boutique()
+    assert place("frontend", "n1402") is not None
     headers = {"Authorization": f"Bearer {token}"}
     with web_server(env=NO_LOCKOUT) as web:  # every check runs, wrong credentials (ignored_auth) included
         raw = requests.get(f"{web.url}/api/schema/?format=json", headers=headers, timeout=30).json()

@@ -142,6 +142,11 @@ def _timing(ms: float) -> tuple[str, str]:
 
 # --- WSGI dispatch -------------------------------------------------------------------------
 
+EXTENDER_PATHS: dict[str, str] = {}
+for _verb in VERBS:
+    EXTENDER_PATHS[f"/scheduler/{_verb}"] = _verb
+    EXTENDER_PATHS[f"/scheduler/{_verb}/"] = _verb
+
 # Filter and prioritize bodies up to this size (node names: ~20 bytes each, so ~10,000 candidates)
 # run on the server's event loop thread (``netaware_core.rsgi``: ``inline``); larger ones, full Node
 # objects, on a request thread.
@@ -153,11 +158,6 @@ def runs_inline(path: str, body_length: int) -> bool:
     """Whether a request is answered on the event loop thread (short, CPU-only, and awaited by
     kube-scheduler before its next request) rather than handed to a request thread."""
     return body_length <= INLINE_MAX_BODY and EXTENDER_PATHS.get(path) in _INLINE_VERBS
-
-EXTENDER_PATHS: dict[str, str] = {}
-for _verb in VERBS:
-    EXTENDER_PATHS[f"/scheduler/{_verb}"] = _verb
-    EXTENDER_PATHS[f"/scheduler/{_verb}/"] = _verb
 
 
 def _security_headers() -> list[tuple[str, str]]:

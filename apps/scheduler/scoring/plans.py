@@ -70,6 +70,8 @@ def objective_key(objective: str, prices: TransferPrices = DEFAULT_TRANSFER_PRIC
     if objective != "transfer-cost" or prices == DEFAULT_TRANSFER_PRICES:
         return objective
     return f"{objective}(zone={prices.zone:g},region={prices.region:g})"
+
+
 CALL_BYTES = 4 * 1024
 CALL_PACKETS = 4  # ceil(4 KiB / 1448) + the request's own packet
 RTO_MS = 200.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -37,9 +38,13 @@ class PlanArgs:
             raise ProfileError(f"{path}.region_usd_per_gb", "region_usd_per_gb: with zone_usd_per_gb also 0 "
                                "every placement costs nothing, so the transfer-cost objective cannot choose")
 
-    @property
+    @cached_property  # once per (frozen) argument set, not per request
     def prices(self) -> plans.TransferPrices:
         return plans.TransferPrices(zone=self.zone_usd_per_gb, region=self.region_usd_per_gb)
+
+    @cached_property
+    def objective_key(self) -> str:
+        return plans.objective_key(self.objective, self.prices)
 
 
 def mode_of(ctx: Context, args: PlanArgs) -> str:
@@ -58,7 +63,7 @@ def _plan(ctx: Context, args: PlanArgs, mode: str) -> plans.PlacementPlan:
     group = ctx.workload.group
     book = ctx.state.plan_book
     objective, prices = args.objective, args.prices
-    key = ("plan", group.namespace, group.name, plans.objective_key(objective, prices), mode)
+    key = ("plan", group.namespace, group.name, args.objective_key, mode)
     known = ctx.state.score_memo.get(key)
     if known is None or known[0] != group:
         plan = (book.plan_for(ctx.state, group, objective=objective, mode=mode, prices=prices) if book is not None
