@@ -143,3 +143,15 @@ def test_a_cluster_too_small_says_so():
         replace(w, cpu_request_millicores=4000) for w in group.workloads))])
     optimum = certified_optimum(state, list(state.appgroups), memory_limit=None)
     assert optimum.status == "infeasible" and "cannot hold every pod" in optimum.message
+
+
+def test_the_planners_candidate_survives_a_zone_split_into_bins():
+    """A zone with a node link of its own splits into bins; the planner's node-level plan still gives the
+    search its candidate (before, such a zone dropped it and a large case had no placement in time)."""
+    group = _group({"front": 2})
+    state = initial_state(_scenario("2", node_link=True), [group])
+    model = certified.build_model(state, [group])
+    assert len(model.bins) == 4  # {a1, a3}, {a2}, {b1}, {c1}
+    counts = certified.planner_candidate(state, [group], model)
+    assert counts is not None
+    assert counts.sum(axis=1).tolist() == model.replicas.tolist()

@@ -14,6 +14,8 @@ Distributions (documented in docs/scenarios.md):
 * loss: every probe is lost independently with probability ``loss_pct / 100``.
 * bandwidth: a periodic "iperf3 test" per pair draws ``N(nominal, (0.03 nominal)^2)``.
 * unreachable pairs: probes are sent but never answered; no RTT observation and no bandwidth.
+* unmeasured pairs: never probed (no series at all); stale pairs: probed until ``after_s`` seconds
+  after the start, then dropped like a pair leaving the fan-out (their series disappear).
 """
 
 from __future__ import annotations
@@ -157,6 +159,7 @@ class Emulator:
         self._last = self._start
         self._pings_done = 0
         self._epoch: tuple[int, ...] | None = None
+        self._hidden: frozenset[tuple[str, str]] = frozenset()
         self._links_changed = False
         self._pairs: list[tuple[str, str]] = []
         self._rows_of: dict[str, range] = {}
@@ -176,7 +179,14 @@ class Emulator:
         else:
             bandwidth = {name: peers_of(self._layout, name, self.bandwidth_fanout, epochs[name])
                          for name in self.node_names}
+        hidden = self._unobserved(now)
+        if hidden:  # the scenario's unmeasured pairs, and its stale ones once their agent stopped
+            probes = {s: tuple(t for t in peers if (s, t) not in hidden) for s, peers in probes.items()}
+            bandwidth = {s: tuple(t for t in peers if (s, t) not in hidden) for s, peers in bandwidth.items()}
         return probes, bandwidth
+
+    def _unobserved(self, now: float) -> frozenset[tuple[str, str]]:
+        return self.scenario.unobserved(now - self._start)
 
     def _link(self, source: str, target: str) -> LinkSpec | None:
         sc = self.scenario
@@ -190,8 +200,10 @@ class Emulator:
     def _activate(self, now: float) -> None:
         """Switch to the fan-out of ``now``'s epoch, keeping the state of pairs that stay."""
         epoch = self._epochs(now)  # every node's own (staggered) epoch
-        if epoch == self._epoch and not self._links_changed:
+        hidden = self._unobserved(now)
+        if epoch == self._epoch and hidden == self._hidden and not self._links_changed:
             return
+        self._hidden = hidden
         self._links_changed = False
         probes, bandwidth = self.fanout_at(now)
         pairs: list[tuple[str, str]] = []

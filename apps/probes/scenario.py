@@ -63,6 +63,17 @@ class Scenario:
     node_links: Mapping[tuple[str, str], LinkSpec]
     unreachable: frozenset[tuple[str, str]]
     default_jitter: float
+    # Pairs no probe measures (outside every agent's fan-out, a node whose agent never ran): the
+    # topology infers them from their zone / region, like the pairs a bounded fan-out leaves out.
+    unmeasured: frozenset[tuple[str, str]] = frozenset()
+    # Pairs measured only for the first N seconds after the emulator starts (an agent that hung or
+    # lost the peer): their last measurement ages until the topology calls it stale.
+    stale: Mapping[tuple[str, str], float] = field(default_factory=dict)
+
+    def unobserved(self, elapsed_s: float) -> frozenset[tuple[str, str]]:
+        """Directed pairs no agent measures ``elapsed_s`` seconds after the start: the unmeasured ones
+        and the stale ones whose measuring has stopped."""
+        return self.unmeasured | {pair for pair, after in self.stale.items() if elapsed_s >= after}
 
     @property
     def node_names(self) -> tuple[str, ...]:
@@ -222,6 +233,46 @@ def _expand_nodes(raw_zone: Mapping[str, Any], path: str) -> list[tuple[Mapping[
     return out
 
 
+DEFAULT_STALE_AFTER_S = 60.0
+
+
+def _node_pairs(raw_list: Any, key: str, known: set[str], nodes: list[NodeSpec], *, after_s: bool = False
+                ) -> dict[tuple[str, str], float]:
+    """``unmeasured`` / ``stale`` entries -> {directed pair: after_s}. An entry is ``[a, b]``
+    (both directions), ``{between: [a, b], directed: true}`` or ``{node: a}`` (every pair from and to a:
+    an agent that is down); ``stale`` entries may give ``after_s`` (seconds measured before stopping)."""
+    out: dict[tuple[str, str], float] = {}
+    names = [node.name for node in nodes]
+    for i, raw in enumerate(_list(raw_list or [], key)):
+        path = f"{key}[{i}]"
+        after = DEFAULT_STALE_AFTER_S
+        if isinstance(raw, Mapping):
+            allowed = {"between", "directed", "node"} | ({"after_s"} if after_s else set())
+            _known(raw, allowed, path)
+            if after_s:
+                after = _number(raw, "after_s", path, low=0.0, low_inclusive=False, high=86400.0,
+                                default=DEFAULT_STALE_AFTER_S)
+            if ("node" in raw) == ("between" in raw):
+                raise ScenarioError(path, "give exactly one of between (a node pair) or node (every pair of a node)")
+            if "node" in raw:
+                node = raw["node"]
+                if node not in known:
+                    raise ScenarioError(f"{path}.node", f"unknown node {node!r}")
+                pairs = [(node, other) for other in names if other != node]
+                pairs += [(b, a) for a, b in pairs]
+            else:
+                a, b = _pair(raw.get("between"), f"{path}.between", known, "node")
+                pairs = [(a, b)] if raw.get("directed", False) else [(a, b), (b, a)]
+        else:
+            a, b = _pair(raw, path, known, "node")
+            pairs = [(a, b), (b, a)]
+        if any(a == b for a, b in pairs):
+            raise ScenarioError(path, "a pair needs two different nodes")
+        for pair in pairs:
+            out[pair] = after
+    return out
+
+
 def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
     """Parse a scenario from a path, a YAML string or an already-loaded mapping."""
     if isinstance(source, Mapping):
@@ -235,7 +286,8 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
         except yaml.YAMLError as exc:
             raise ScenarioError("", f"not valid YAML: {exc}") from exc
     doc = _mapping(doc, "(document)")
-    allowed = {"name", "description", "defaults", "regions", "links", "node_links", "unreachable"}
+    allowed = {"name", "description", "defaults", "regions", "links", "node_links", "unreachable", "unmeasured",
+               "stale"}
     unknown = sorted(set(doc) - allowed)
     if unknown:
         raise ScenarioError(unknown[0], f"unknown top-level field (allowed: {', '.join(sorted(allowed))})")
@@ -342,6 +394,12 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
         if not directed:
             unreachable.add((b, a))
 
+    unmeasured = _node_pairs(doc.get("unmeasured"), "unmeasured", seen_nodes, nodes)
+    stale: dict[tuple[str, str], float] = {}
+    for pair, after in _node_pairs(doc.get("stale"), "stale", seen_nodes, nodes, after_s=True).items():
+        if pair not in unmeasured:  # a pair nobody measures cannot go stale: unmeasured wins
+            stale[pair] = after
+
     description = doc.get("description", "") or ""
     if not isinstance(description, str):
         raise ScenarioError("description", "must be a string")
@@ -353,4 +411,6 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> Scenario:
         node_links=node_links,
         unreachable=frozenset(unreachable),
         default_jitter=default_jitter,
+        unmeasured=frozenset(unmeasured),
+        stale=stale,
     )

@@ -13,7 +13,7 @@ import numpy as np
 
 from apps.probes.scenario import Scenario
 
-from .topomath import Topology, metric_extrema
+from .topomath import NodeMeta, PairArrays, Topology, derive_topology, metric_extrema
 
 
 def topology_from_scenario(scenario: Scenario, *,
@@ -57,3 +57,31 @@ def topology_from_scenario(scenario: Scenario, *,
         zone_costs=dict(zone_costs or {}),
         region_costs=dict(region_costs or {}),
     )
+
+
+def measured_topology_from_scenario(scenario: Scenario, *, stale_after_s: float = 300.0) -> Topology:
+    """What netaware's topology would say of the scenario long after its start: every pair the agents
+    measure at its nominal value (an unreachable pair as 100 % loss without RTT or bandwidth, as an
+    agent reports it), the ``stale`` pairs' last measurement older than ``stale_after_s`` and the
+    ``unmeasured`` ones absent, all through the topology app's own ``derive_topology`` (zone / region
+    fill, flags, extrema). The evaluation schedules on this view and scores on the nominal one."""
+    nominal = topology_from_scenario(scenario)
+    n = nominal.size
+    index = {name: i for i, name in enumerate(scenario.node_names)}
+    src, tgt = np.nonzero(~np.eye(n, dtype=bool))
+
+    def keys(pairs: object) -> np.ndarray:
+        return np.fromiter((index[a] * n + index[b] for a, b in pairs), dtype=np.int64)  # type: ignore[attr-defined]
+
+    keep = ~np.isin(src * n + tgt, keys(scenario.unmeasured))
+    src, tgt = src[keep], tgt[keep]
+    latency = nominal.latency_ms[src, tgt]
+    bandwidth = nominal.bandwidth_mbps[src, tgt]
+    loss = nominal.loss_pct[src, tgt].copy()
+    loss[np.isnan(latency)] = 100.0  # unreachable: probes counted as sent, none answered
+    now = 10.0 * stale_after_s
+    ts = np.where(np.isin(src * n + tgt, keys(scenario.stale)), 0.0, now)
+    pairs = PairArrays(source=src.astype(np.int64), target=tgt.astype(np.int64), latency_ms=latency,
+                       bandwidth_mbps=bandwidth, loss_pct=loss, latency_ts=ts, bandwidth_ts=ts.copy(), loss_ts=ts.copy())
+    nodes = [NodeMeta(node.name, node.zone, node.region) for node in scenario.nodes]
+    return derive_topology(nodes=nodes, pairs=pairs, now=now, stale_after_s=stale_after_s)

@@ -21,7 +21,7 @@ from apps.probes.scenario import Scenario
 from apps.scheduler.scoring import engine, network_score, plans
 from apps.scheduler.scoring.common import WorkloadRef
 from apps.scheduler.scoring.state import ClusterState, NodeResources, NodeUsage, PodInfo
-from apps.topology.scenario_topology import topology_from_scenario
+from apps.topology.scenario_topology import measured_topology_from_scenario, topology_from_scenario
 from apps.topology.topomath import Topology
 from netaware_core.yamlsafe import load_yaml
 
@@ -36,6 +36,12 @@ class EvaluationInputError(ValueError):
 def topology_for_scenario(scenario: Scenario) -> Topology:
     """The scenario's nominal link values as a Topology (extrema over all off-diagonal pairs)."""
     return topology_from_scenario(scenario)
+
+
+def measured_topology_for_scenario(scenario: Scenario) -> Topology:
+    """What netaware's topology says of the scenario once its stale pairs have aged: the scenario's
+    ``unmeasured`` and ``stale`` pairs inferred from their zone / region (the schedulers' view)."""
+    return measured_topology_from_scenario(scenario)
 
 
 def cluster_nodes(scenario: Scenario) -> dict[str, NodeResources]:

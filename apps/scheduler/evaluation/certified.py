@@ -536,13 +536,12 @@ def node_placements(model: _Model, nodes: Mapping[tuple[int, int], int]
 
 def planner_candidate(state: ClusterState, groups: Sequence[AppGroupSpec], model: _Model) -> np.ndarray | None:
     """The placement planner's joint plan (its largest budget, work-counted: the same on every
-    machine) as bin counts, when every zone is one bin; None otherwise."""
-    zone_bin: dict[str, int] = {}
-    for b, members in enumerate(model.bins):
-        zone = state.nodes[members[0]].zone
-        if zone in zone_bin:
-            return None
-        zone_bin[zone] = b
+    machine) as bin counts: its node-level placement where it has one, else its zone counts when the
+    zone is one bin; None when a zone split into bins (its own node links) has pods planned by zone only."""
+    bin_of_node = {node: b for b, members in enumerate(model.bins) for node in members}
+    bins_of_zone: dict[str, set[int]] = {}
+    for node, b in bin_of_node.items():
+        bins_of_zone.setdefault(state.nodes[node].zone, set()).add(b)
     plans = best_joint_plans(state, groups)
     row = {key: w for w, key in enumerate(model.names)}
     counts = np.zeros((len(model.names), len(model.bins)))
@@ -551,8 +550,18 @@ def planner_candidate(state: ClusterState, groups: Sequence[AppGroupSpec], model
             w = row.get((group.namespace, group.name, workload))
             if w is None:
                 continue
+            by_node: dict[str, int] = {}
+            for node, n in plan.nodes_for(workload).items():
+                counts[w, bin_of_node[node]] += n
+                zone = state.nodes[node].zone
+                by_node[zone] = by_node.get(zone, 0) + n
             for zone, n in zones.items():
-                counts[w, zone_bin[zone]] += n
+                left = n - by_node.get(zone, 0)
+                if left <= 0:
+                    continue
+                if len(bins_of_zone[zone]) != 1:
+                    return None
+                counts[w, next(iter(bins_of_zone[zone]))] += left
     if not np.array_equal(counts.sum(axis=1), model.replicas):
         return None  # the plan leaves pods out: not a complete placement
     return counts

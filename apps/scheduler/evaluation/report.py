@@ -21,6 +21,7 @@ from .adapter import (
     cluster_nodes,
     load_appgroups,
     load_profiles,
+    measured_topology_for_scenario,
     nominal_usage,
     topology_for_scenario,
 )
@@ -143,6 +144,10 @@ class EvaluationReport:
     min_zones: int = 0
     min_replicas: int = 0
     routing: str = "uniform"  # metrics.ROUTINGS: how latency and transfer spread calls over replicas
+    # The scenario's unmeasured / stale directed pairs: when any, the profiles schedule on the measured
+    # view (measured_topology_from_scenario) and every figure is scored on the nominal one.
+    unmeasured_pairs: int = 0
+    stale_pairs: int = 0
 
     def profile(self, name: str) -> ProfileResult:
         for result in self.profiles:
@@ -291,6 +296,9 @@ def evaluate(
     if min_zones or min_replicas:
         groups = with_high_availability(groups, min_zones=min_zones, min_replicas=min_replicas)
     state0 = initial_state(scenario, groups)
+    # What the schedulers see: the measured view when the agents miss pairs (the truth, state0, scores).
+    seen0 = (replace(state0, topology=measured_topology_for_scenario(scenario))
+             if scenario.unmeasured or scenario.stale else state0)
     for group in groups:
         for workload in group.workloads:
             if workload.replicas < 0:
@@ -327,7 +335,9 @@ def evaluate(
         unscheduled = 0
         replays: list[ReplayOutcome] = []
         for seed in range(first_seed, first_seed + seeds):
-            run = simulate(state0, pods, profile, seed)
+            run = simulate(seen0, pods, profile, seed)
+            if seen0 is not state0:
+                run = replace(run, final_state=replace(run.final_state, topology=state0.topology, plan_book=None))
             metrics = network_metrics(run.final_state, groups)
             averages.append(metrics.average)
             totals.append(metrics.total)
@@ -382,6 +392,7 @@ def evaluate(
         latency_model=model, transfer_model=transfer, seconds=time.perf_counter() - started,
         degradation=degrade.describe() if degrade is not None else "",
         min_zones=min_zones, min_replicas=min_replicas, routing=routing,
+        unmeasured_pairs=len(scenario.unmeasured), stale_pairs=len(scenario.stale),
     )
 
 
@@ -461,6 +472,9 @@ def format_table(report: EvaluationReport) -> str:
     if report.routing != "uniform":
         out.append(f"latency and transfer with {report.routing} routing (calls stay in the caller's zone when "
                    "the callee has a pod there)")
+    if report.unmeasured_pairs or report.stale_pairs:
+        out.append(f"scheduled on the measured view ({report.unmeasured_pairs} unmeasured and {report.stale_pairs} "
+                   "stale directed pairs inferred from their zone / region), scored on the nominal links")
     if report.min_zones or report.min_replicas:
         out.append(f"changed for this run: spec.minZones {report.min_zones or 'as given'}, every workload at least "
                    f"{max(report.min_zones, report.min_replicas, 1)} replicas")
