@@ -171,3 +171,40 @@ def test_an_unmeasured_degraded_link_costs_what_it_costs_in_the_evaluation() -> 
     # Measured, the scheduler sees 40 ms / 5 % and crosses; unmeasured, the pair looks like zone a's 1 ms
     # and the nominal score of that choice is what the evaluation reports: lower.
     assert blind.profile("network-noplan").average_score.mean < seen.profile("network-noplan").average_score.mean - 5
+
+
+def _one_zone_of_four(stale: bool):
+    doc = {"name": "four-alike", "regions": [{"name": "r", "zones": [
+        {"name": "A", "nodes": [{"name": f"a{i}", "cpu": "4"} for i in range(1, 5)]},
+        {"name": "B", "nodes": [{"name": "b1", "cpu": "4"}]}]}],
+        "links": [{"between": ["A", "A"], "latency_ms": 0.2, "loss_pct": 0, "bandwidth_mbps": 10000},
+                  {"between": ["A", "B"], "latency_ms": 20, "loss_pct": 0.1, "bandwidth_mbps": 1000},
+                  {"between": ["B", "B"], "latency_ms": 0.2, "loss_pct": 0, "bandwidth_mbps": 10000}]}
+    if stale:
+        doc["stale"] = [{"node": "a1"}]  # its agent stopped reporting: its pairs filled with zone A's median
+    return load_scenario(doc)
+
+
+def test_a_plan_takes_the_nodes_the_topology_can_see_when_the_zone_has_room() -> None:
+    from dataclasses import replace
+
+    from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
+    from apps.scheduler.evaluation.report import initial_state
+    from apps.scheduler.scoring.plans import compute_plan
+
+    sens = Sensitivity(0.6, 0.3, 0.1)
+    group = AppGroupSpec("shop", "trio", (  # three 3-CPU pods: one per 4-CPU node, all in zone A
+        WorkloadSpec("front", LabelSelector({"app": "front"}), cpu_request_millicores=3000,
+                     dependencies=(DependencySpec("back", sens), DependencySpec("db", sens))),
+        WorkloadSpec("back", LabelSelector({"app": "back"}), cpu_request_millicores=3000),
+        WorkloadSpec("db", LabelSelector({"app": "db"}), cpu_request_millicores=3000),
+    ))
+    used = {}
+    for stale in (False, True):
+        scenario = _one_zone_of_four(stale)
+        state = replace(initial_state(scenario, [group]), topology=measured_topology_from_scenario(scenario))
+        plan = compute_plan(state=state, group=group)
+        assert {w: dict(z) for w, z in plan.zones.items()} == {"front": {"A": 1}, "back": {"A": 1}, "db": {"A": 1}}
+        used[stale] = {node for nodes in plan.nodes.values() for node in nodes}
+    assert "a1" in used[False]  # four identical nodes: the first one is as good as any
+    assert used[True] == {"a2", "a3", "a4"}  # its pairs stale: a1 is left out while the zone has room

@@ -979,7 +979,8 @@ def _refine_zone(state: ClusterState, problem: _Problem, t: np.ndarray, z: int, 
                 matrix = np.zeros((len(members), len(members)))
                 if known.any() and state.topology.size:
                     sub = pair_scores(state.indexes.vectors, positions[known], positions[known], sens)
-                    matrix[np.ix_(known, known)] = sub
+                    stale = state.topology.stale[np.ix_(positions[known], positions[known])]
+                    matrix[np.ix_(known, known)] = np.where(stale, sub * (1.0 - STALE_PAIR_DISCOUNT), sub)
                 np.fill_diagonal(matrix, DEFAULT_SAME_NODE_SCORE)
                 cache[sens] = matrix
             edges.append((local[u], local[d], cache[sens], coef))
@@ -1366,6 +1367,10 @@ class PlanBook:
 MAX_PACKING_NODES = 64
 # Share of the budget kept for placing each zone's pods on its nodes (compute_plan).
 NODE_SHARE = 0.3
+# Node by node, a pair whose measurement went stale (its agent stopped reporting: a hung agent, often a sick
+# node) counts this much less than its filled-in value says, so a zone's pods take the nodes the topology can
+# see when there is room; small enough never to outweigh a measured difference of more than 2 %.
+STALE_PAIR_DISCOUNT = 0.02
 # Rounds of moving a whole part (an AppGroup of a joint plan) to one zone after the local search.
 PART_ROUNDS = 3
 # Rounds of shrinking zones whose planned pods do not pack into their nodes (compute_plan).
