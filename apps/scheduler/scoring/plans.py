@@ -656,7 +656,16 @@ def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None, deadlin
     free = problem.zones.free.copy()
     # Node rooms of the zones small enough to track (each pod goes to the best-fitting node), so a
     # zone takes only pods that its nodes can hold, not just its total.
-    rooms = [nf.copy() if nf.shape[0] <= MAX_PACKING_NODES else None for nf in problem.zones.node_free]
+    # All tracked zones' node rooms live in one array (each zone's ``rooms`` entry is a view of its rows), so
+    # "does some node of each zone hold this pod" is one vectorized test, not a Python loop over zones.
+    tracked = [nf.shape[0] <= MAX_PACKING_NODES for nf in problem.zones.node_free]
+    sizes = [nf.shape[0] if keep else 0 for nf, keep in zip(problem.zones.node_free, tracked, strict=True)]
+    all_rooms = (np.concatenate([nf for nf, keep in zip(problem.zones.node_free, tracked, strict=True) if keep])
+                 .astype(np.float64, copy=True) if any(sizes) else np.zeros((0, 3)))
+    row_zone = np.repeat(np.arange(nz), sizes)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    rooms = [all_rooms[offsets[z]:offsets[z + 1]] if tracked[z] else None for z in range(nz)]
+    untracked = ~np.asarray(tracked, dtype=bool)
     scales = [np.maximum(r.max(axis=0, initial=0.0), 1.0) if r is not None else None for r in rooms]
     connected = problem.weighted.sum(axis=(0, 2)) if problem.edges else np.zeros(nz)
     per_pod = CALL_OVERHEAD * 8 + float(problem.weighted.size) / max(nw, 1) * 2 + nz * 8
@@ -672,7 +681,8 @@ def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None, deadlin
                 gain = connected + (1e6 * (np.arange(nz) == anchor) if anchor is not None else 0.0)
             need = problem.demand[w]
             ok = np.all(free >= need[None, :], axis=1) & (x[w] < problem.slots[w]) & _allowed(problem, t, w)
-            ok &= np.array([r is None or bool((r >= need[None, :]).all(axis=1).any()) for r in rooms])
+            fits_any = np.bincount(row_zone[(all_rooms >= need[None, :]).all(axis=1)], minlength=nz) > 0
+            ok &= untracked | fits_any
             if not ok.any():
                 break
             z = int(np.argmax(np.where(ok, gain, -np.inf)))
