@@ -622,11 +622,21 @@ class _Deadline:
         return max(0.0, self.left) / WORK_PER_SECOND
 
 
+def _gain_parts(problem: _Problem, w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The edges leaving and entering workload w (their weights and far ends), for ``_gain_of``."""
+    out, inc = problem.us == w, problem.ds == w
+    return problem.weighted[out], problem.ds[out], problem.us[inc], problem.weighted[inc]
+
+
+def _gain_of(parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], t: np.ndarray) -> np.ndarray:
+    w_out, far_out, far_in, w_in = parts
+    g = np.einsum("ezy,ey->z", w_out, t[far_out])
+    return cast(np.ndarray, g + np.einsum("ez,ezy->y", t[far_in], w_in))
+
+
 def _gain(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
     """Objective gained per extra pod of workload w in each zone (others fixed; linear in t[w])."""
-    out, inc = problem.us == w, problem.ds == w
-    g = np.einsum("ezy,ey->z", problem.weighted[out], t[problem.ds[out]])
-    return cast(np.ndarray, g + np.einsum("ez,ezy->y", t[problem.us[inc]], problem.weighted[inc]))
+    return _gain_of(_gain_parts(problem, w), t)
 
 
 def _allowed(problem: _Problem, t: np.ndarray, w: int) -> np.ndarray:
@@ -672,11 +682,12 @@ def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None, deadlin
     for w in order:
         if deadline is not None and deadline.expired():
             break  # out of work: what is placed so far (the caller treats the rest as not planned)
+        parts = _gain_parts(problem, w)  # the same for each of w's pods
         for _ in range(int(problem.todo[w])):
             if deadline is not None:
                 deadline.spend(per_pod)
             t = problem.placed + x
-            gain = _gain(problem, t, w)
+            gain = _gain_of(parts, t)
             if not gain.any():
                 gain = connected + (1e6 * (np.arange(nz) == anchor) if anchor is not None else 0.0)
             need = problem.demand[w]
