@@ -313,12 +313,11 @@ def _problem(state: ClusterState, group: AppGroupSpec, objective: str,
                 placed[i, zi[res.zone]] += 1
     replicas = np.maximum(np.array([w.replicas for w in workloads], dtype=np.float64), placed.sum(axis=1))
     slots = np.zeros((nw, nz))
-    for z in range(nz):
+    divisor = np.where(demand > 0, demand, 1.0)[:, None, :]
+    for z in range(nz):  # pods of each workload the zone's nodes hold, one node at a time (whole numbers: exact sums)
         rows = zones.node_free[z]
-        for i in range(nw):
-            need = demand[i]
-            per_node = np.min(np.where(need > 0, np.floor(rows / np.where(need > 0, need, 1.0)), np.inf), axis=1)
-            slots[i, z] = min(float(per_node.sum()), float(replicas[i]))
+        per_node = np.where(demand[:, None, :] > 0, np.floor(rows[None, :, :] / divisor), np.inf).min(axis=2)
+        slots[:, z] = np.minimum(per_node.sum(axis=1), replicas)
     diagnosis: list[str] = []
     # Algorithm 2's normalizations, as evaluation/optimum.py (so the value is the average network score).
     total_w = np.zeros(nw)
