@@ -153,5 +153,11 @@ def test_the_planners_candidate_survives_a_zone_split_into_bins():
     model = certified.build_model(state, [group])
     assert len(model.bins) == 4  # {a1, a3}, {a2}, {b1}, {c1}
     counts = certified.planner_candidate(state, [group], model)
-    assert counts is not None
-    assert counts.sum(axis=1).tolist() == model.replicas.tolist()
+    assert counts is not None and counts.sum(axis=1).tolist() == model.replicas.tolist()
+    plan = certified.best_joint_plans(state, [group])[0]
+    bin_of = {node: b for b, members in enumerate(model.bins) for node in members}
+    for w, (_ns, _name, workload) in enumerate(model.names):  # each pod counted in its own node's bin
+        expected = [0.0] * len(model.bins)
+        for node, n in plan.nodes_for(workload).items():
+            expected[bin_of[node]] += n
+        assert counts[w].tolist() == expected, workload

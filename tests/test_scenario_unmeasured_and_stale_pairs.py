@@ -60,6 +60,9 @@ def test_unmeasured_and_stale_entries_expand_to_directed_pairs() -> None:
     ({"stale": [{"between": ["n1", "n2"], "after_s": 0}]}, "stale[0].after_s", "must be > 0.0"),
     ({"stale": [{"between": ["n1", "n2"], "after_s": "soon"}]}, "stale[0].after_s", "not a number"),
     ({"stale": "n1"}, "stale", "must be a list"),
+    ({"unmeasured": [{"node": "n1", "directed": True}]}, "unmeasured[0].directed", "only with between"),
+    ({"stale": [{"between": ["n1", "n2"], "after_s": 5}, {"node": "n1", "after_s": 9}]}, "stale[1].after_s",
+     "stale[0] gives 5"),
 ])
 def test_bad_entries_are_refused_naming_the_field(extra, path, words) -> None:
     with pytest.raises(ScenarioError) as caught:
@@ -130,16 +133,18 @@ def test_through_prometheus_and_the_pipeline_unmeasured_is_inferred_and_stale_is
     assert not topology.stale[i["n1"], i["n4"]] and not topology.inferred[i["n1"], i["n4"]]
 
 
-def test_the_measured_view_matches_what_the_pipeline_derives() -> None:
-    sc = scenario(unmeasured=[["n1", "n2"]], stale=[["n3", "n4"]])
+def test_the_measured_view_fills_only_the_hidden_pairs_and_keeps_the_rest_nominal() -> None:
+    sc = scenario(unmeasured=[["n1", "n2"]], stale=[["n3", "n4"]], unreachable=[["n2", "n4"]])
     view = measured_topology_from_scenario(sc)
     i = {name: k for k, name in enumerate(view.nodes)}
     assert view.inferred[i["n1"], i["n2"]] and view.stale[i["n3"], i["n4"]]
     assert int(view.inferred.sum()) == 4 and int(view.stale.sum()) == 2  # the two hidden pairs, both ways
+    assert view.latency_ms[i["n1"], i["n2"]] == pytest.approx(1.0)  # zone a's median
     nominal = topology_from_scenario(sc)
-    seen = ~view.inferred
-    np.fill_diagonal(seen, False)
-    assert np.array_equal(view.latency_ms[seen], nominal.latency_ms[seen])
+    shown = ~view.inferred
+    for name in ("latency_ms", "bandwidth_mbps", "loss_pct"):  # unreachable n2 <-> n4 stays NaN, as nominal
+        assert np.array_equal(getattr(view, name)[shown], getattr(nominal, name)[shown], equal_nan=True), name
+    assert (view.zone_costs, view.region_costs) == (nominal.zone_costs, nominal.region_costs)
 
 
 def _hidden_degradation(hidden: bool):
@@ -173,7 +178,7 @@ def test_an_unmeasured_degraded_link_costs_what_it_costs_in_the_evaluation() -> 
     assert blind.profile("network-noplan").average_score.mean < seen.profile("network-noplan").average_score.mean - 5
 
 
-def _one_zone_of_four(stale: bool):
+def _one_zone_of_four(stale: list | None):
     doc = {"name": "four-alike", "regions": [{"name": "r", "zones": [
         {"name": "A", "nodes": [{"name": f"a{i}", "cpu": "4"} for i in range(1, 5)]},
         {"name": "B", "nodes": [{"name": "b1", "cpu": "4"}]}]}],
@@ -181,11 +186,11 @@ def _one_zone_of_four(stale: bool):
                   {"between": ["A", "B"], "latency_ms": 20, "loss_pct": 0.1, "bandwidth_mbps": 1000},
                   {"between": ["B", "B"], "latency_ms": 0.2, "loss_pct": 0, "bandwidth_mbps": 10000}]}
     if stale:
-        doc["stale"] = [{"node": "a1"}]  # its agent stopped reporting: its pairs filled with zone A's median
+        doc["stale"] = stale
     return load_scenario(doc)
 
 
-def test_a_plan_takes_the_nodes_the_topology_can_see_when_the_zone_has_room() -> None:
+def test_a_plan_leaves_out_a_node_whose_agent_went_silent_while_its_zone_has_room() -> None:
     from dataclasses import replace
 
     from apps.appgroups.graph import AppGroupSpec, DependencySpec, LabelSelector, Sensitivity, WorkloadSpec
@@ -200,11 +205,15 @@ def test_a_plan_takes_the_nodes_the_topology_can_see_when_the_zone_has_room() ->
         WorkloadSpec("db", LabelSelector({"app": "db"}), cpu_request_millicores=3000),
     ))
     used = {}
-    for stale in (False, True):
+    cases = {"healthy": None,
+             "one stale pair": [["a1", "a2"]],  # an old bandwidth reading, say: a1's agent still reports the rest
+             "silent agent": [{"node": "a1"}]}  # every pair from and to a1 stale: its agent stopped
+    for case, stale in cases.items():
         scenario = _one_zone_of_four(stale)
         state = replace(initial_state(scenario, [group]), topology=measured_topology_from_scenario(scenario))
         plan = compute_plan(state=state, group=group)
         assert {w: dict(z) for w, z in plan.zones.items()} == {"front": {"A": 1}, "back": {"A": 1}, "db": {"A": 1}}
-        used[stale] = {node for nodes in plan.nodes.values() for node in nodes}
-    assert "a1" in used[False]  # four identical nodes: the first one is as good as any
-    assert used[True] == {"a2", "a3", "a4"}  # its pairs stale: a1 is left out while the zone has room
+        used[case] = {node for nodes in plan.nodes.values() for node in nodes}
+    assert "a1" in used["healthy"]  # four identical nodes: the first one is as good as any
+    assert "a1" in used["one stale pair"]  # one stale pair is not a silent agent
+    assert used["silent agent"] == {"a2", "a3", "a4"}  # left out while the zone has room

@@ -1,6 +1,6 @@
 """With a real Prometheus scraping Istio-, Linkerd-, OpenTelemetry- and Hubble-format series (the demo's mesh
 emulator, apps/demo/mesh.py, for Online Boutique), each adapter learns Online Boutique's true call
-graph -- every edge found with the rate the emulator sends (>= 1.5 request/s each), no phantom edge -- within 3 pull windows (a
+graph -- every edge found carrying traffic, their total rate the emulator's (0.6-1.5x), no phantom edge -- within 3 pull windows (a
 60-workload, 150-edge application within 5), with
 workloads mapped to the selectors of the cluster's own Deployments (fake Kubernetes API, owner chain
 pod -> ReplicaSet -> Deployment); an edge that goes idle stays until the idle time has passed; hostile

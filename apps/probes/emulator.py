@@ -20,6 +20,7 @@ Distributions (documented in docs/scenarios.md):
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -160,6 +161,9 @@ class Emulator:
         self._pings_done = 0
         self._epoch: tuple[int, ...] | None = None
         self._hidden: frozenset[tuple[str, str]] = frozenset()
+        self._stale_times = sorted(scenario.stale.values())
+        self._stale_expired = -1
+        self._unobserved_now: frozenset[tuple[str, str]] = frozenset()
         self._links_changed = False
         self._pairs: list[tuple[str, str]] = []
         self._rows_of: dict[str, range] = {}
@@ -186,7 +190,13 @@ class Emulator:
         return probes, bandwidth
 
     def _unobserved(self, now: float) -> frozenset[tuple[str, str]]:
-        return self.scenario.unobserved(now - self._start)
+        """The scenario's hidden pairs at ``now``, rebuilt only when another stale pair's time has come
+        (this runs on every render)."""
+        expired = bisect.bisect_right(self._stale_times, now - self._start)
+        if expired != self._stale_expired:
+            self._stale_expired = expired
+            self._unobserved_now = self.scenario.unobserved(now - self._start)
+        return self._unobserved_now
 
     def _link(self, source: str, target: str) -> LinkSpec | None:
         sc = self.scenario

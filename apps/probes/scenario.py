@@ -242,6 +242,7 @@ def _node_pairs(raw_list: Any, key: str, known: set[str], nodes: list[NodeSpec],
     (both directions), ``{between: [a, b], directed: true}`` or ``{node: a}`` (every pair from and to a:
     an agent that is down); ``stale`` entries may give ``after_s`` (seconds measured before stopping)."""
     out: dict[tuple[str, str], float] = {}
+    given: dict[tuple[str, str], str] = {}  # pair -> the entry that named it first
     names = [node.name for node in nodes]
     for i, raw in enumerate(_list(raw_list or [], key)):
         path = f"{key}[{i}]"
@@ -254,6 +255,8 @@ def _node_pairs(raw_list: Any, key: str, known: set[str], nodes: list[NodeSpec],
                                 default=DEFAULT_STALE_AFTER_S)
             if ("node" in raw) == ("between" in raw):
                 raise ScenarioError(path, "give exactly one of between (a node pair) or node (every pair of a node)")
+            if "node" in raw and "directed" in raw:
+                raise ScenarioError(f"{path}.directed", "only with between: node means every pair from and to it")
             if "node" in raw:
                 node = raw["node"]
                 if node not in known:
@@ -269,7 +272,11 @@ def _node_pairs(raw_list: Any, key: str, known: set[str], nodes: list[NodeSpec],
         if any(a == b for a, b in pairs):
             raise ScenarioError(path, "a pair needs two different nodes")
         for pair in pairs:
+            if pair in out and out[pair] != after:
+                raise ScenarioError(f"{path}.after_s", f"{after:g} for {pair[0]} -> {pair[1]}, which {given[pair]} "
+                                    f"gives {out[pair]:g}")
             out[pair] = after
+            given.setdefault(pair, path)
     return out
 
 

@@ -7,7 +7,8 @@ diagonal is the node itself, never measured: latency 0, bandwidth and loss unkno
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 import numpy as np
 
@@ -60,18 +61,19 @@ def topology_from_scenario(scenario: Scenario, *,
 
 
 def measured_topology_from_scenario(scenario: Scenario, *, stale_after_s: float = 300.0) -> Topology:
-    """What netaware's topology would say of the scenario long after its start: every pair the agents
-    measure at its nominal value (an unreachable pair as 100 % loss without RTT or bandwidth, as an
-    agent reports it), the ``stale`` pairs' last measurement older than ``stale_after_s`` and the
-    ``unmeasured`` ones absent, all through the topology app's own ``derive_topology`` (zone / region
-    fill, flags, extrema). The evaluation schedules on this view and scores on the nominal one."""
+    """What netaware's topology would say of the scenario long after its start: the ``unmeasured`` pairs
+    and the ``stale`` ones (their last measurement older than ``stale_after_s``) filled the way the
+    topology app's own ``derive_topology`` fills them (zone / region medians of what the agents
+    measure) and flagged ``inferred`` / ``stale``; every other pair, unreachable ones included, exactly
+    as in the nominal topology, so a scenario with and without gaps differ only where the gaps are.
+    The evaluation schedules on this view and scores on the nominal one."""
     nominal = topology_from_scenario(scenario)
     n = nominal.size
     index = {name: i for i, name in enumerate(scenario.node_names)}
     src, tgt = np.nonzero(~np.eye(n, dtype=bool))
 
-    def keys(pairs: object) -> np.ndarray:
-        return np.fromiter((index[a] * n + index[b] for a, b in pairs), dtype=np.int64)  # type: ignore[attr-defined]
+    def keys(pairs: Iterable[tuple[str, str]]) -> np.ndarray:
+        return np.fromiter((index[a] * n + index[b] for a, b in pairs), dtype=np.int64)
 
     keep = ~np.isin(src * n + tgt, keys(scenario.unmeasured))
     src, tgt = src[keep], tgt[keep]
@@ -84,4 +86,19 @@ def measured_topology_from_scenario(scenario: Scenario, *, stale_after_s: float 
     pairs = PairArrays(source=src.astype(np.int64), target=tgt.astype(np.int64), latency_ms=latency,
                        bandwidth_mbps=bandwidth, loss_pct=loss, latency_ts=ts, bandwidth_ts=ts.copy(), loss_ts=ts.copy())
     nodes = [NodeMeta(node.name, node.zone, node.region) for node in scenario.nodes]
-    return derive_topology(nodes=nodes, pairs=pairs, now=now, stale_after_s=stale_after_s)
+    derived = derive_topology(nodes=nodes, pairs=pairs, now=now, stale_after_s=stale_after_s)
+    hidden = np.zeros((n, n), dtype=bool)
+    for pair_set in (scenario.unmeasured, scenario.stale):
+        flat = keys(pair_set)
+        hidden.reshape(-1)[flat] = True
+    matrices = []
+    for name in ("latency_ms", "bandwidth_mbps", "loss_pct"):
+        matrix = getattr(nominal, name).copy()
+        matrix[hidden] = getattr(derived, name)[hidden]
+        matrices.append(matrix)
+    lat_lo, lat_hi, bw_lo, bw_hi, loss_lo, loss_hi = metric_extrema(*matrices)
+    return replace(
+        nominal, latency_ms=matrices[0], bandwidth_mbps=matrices[1], loss_pct=matrices[2],
+        inferred=derived.inferred & hidden, stale=derived.stale & hidden, min_latency=lat_lo, max_latency=lat_hi,
+        min_bandwidth=bw_lo, max_bandwidth=bw_hi, min_lossrate=loss_lo, max_lossrate=loss_hi,
+    )

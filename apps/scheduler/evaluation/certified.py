@@ -550,13 +550,13 @@ def planner_candidate(state: ClusterState, groups: Sequence[AppGroupSpec], model
             w = row.get((group.namespace, group.name, workload))
             if w is None:
                 continue
-            by_node: dict[str, int] = {}
+            planned_by_node: dict[str, int] = {}  # per zone: pods the node-level plan placed there
             for node, n in plan.nodes_for(workload).items():
                 counts[w, bin_of_node[node]] += n
                 zone = state.nodes[node].zone
-                by_node[zone] = by_node.get(zone, 0) + n
+                planned_by_node[zone] = planned_by_node.get(zone, 0) + n
             for zone, n in zones.items():
-                left = n - by_node.get(zone, 0)
+                left = n - planned_by_node.get(zone, 0)
                 if left <= 0:
                     continue
                 if len(bins_of_zone[zone]) != 1:

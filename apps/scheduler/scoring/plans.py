@@ -36,6 +36,7 @@ import numpy as np
 from scipy.optimize import Bounds, milp
 
 from apps.appgroups.graph import TOPOLOGY_MODES, AppGroupSpec, Sensitivity
+from apps.topology.topomath import Topology
 
 from .linear import Rows
 from .network_overhead import MAX_COST
@@ -670,7 +671,7 @@ def _greedy(problem: _Problem, order: Sequence[int], anchor: int | None, deadlin
     tracked = [nf.shape[0] <= MAX_PACKING_NODES for nf in problem.zones.node_free]
     sizes = [nf.shape[0] if keep else 0 for nf, keep in zip(problem.zones.node_free, tracked, strict=True)]
     all_rooms = (np.concatenate([nf for nf, keep in zip(problem.zones.node_free, tracked, strict=True) if keep])
-                 .astype(np.float64, copy=True) if any(sizes) else np.zeros((0, 3)))
+                 .astype(np.float64, copy=False) if any(sizes) else np.zeros((0, 3)))
     row_zone = np.repeat(np.arange(nz), sizes)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     rooms = [all_rooms[offsets[z]:offsets[z + 1]] if tracked[z] else None for z in range(nz)]
@@ -991,6 +992,7 @@ def _refine_zone(state: ClusterState, problem: _Problem, t: np.ndarray, z: int, 
     positions = np.array([index.get(n, -1) for n in members], dtype=np.int64)
     known = positions >= 0
     cache: dict[Sensitivity, np.ndarray] = {}
+    silent: np.ndarray | None = None
     edges: list[tuple[int, int, np.ndarray, float]] = []
     for e, (u, d, _m, coef) in enumerate(problem.edges):
         if u in local and d in local:
@@ -999,8 +1001,12 @@ def _refine_zone(state: ClusterState, problem: _Problem, t: np.ndarray, z: int, 
                 matrix = np.zeros((len(members), len(members)))
                 if known.any() and state.topology.size:
                     sub = pair_scores(state.indexes.vectors, positions[known], positions[known], sens)
-                    stale = state.topology.stale[np.ix_(positions[known], positions[known])]
-                    matrix[np.ix_(known, known)] = np.where(stale, sub * (1.0 - STALE_PAIR_DISCOUNT), sub)
+                    if silent is None:
+                        silent = _silent_agents(state.topology, positions[known])
+                    if silent.any():
+                        either = silent[:, None] | silent[None, :]
+                        sub = np.where(either, sub * (1.0 - SILENT_NODE_DISCOUNT), sub)
+                    matrix[np.ix_(known, known)] = sub
                 np.fill_diagonal(matrix, DEFAULT_SAME_NODE_SCORE)
                 cache[sens] = matrix
             edges.append((local[u], local[d], cache[sens], coef))
@@ -1387,10 +1393,21 @@ class PlanBook:
 MAX_PACKING_NODES = 64
 # Share of the budget kept for placing each zone's pods on its nodes (compute_plan).
 NODE_SHARE = 0.3
-# Node by node, a pair whose measurement went stale (its agent stopped reporting: a hung agent, often a sick
-# node) counts this much less than its filled-in value says, so a zone's pods take the nodes the topology can
-# see when there is room; small enough never to outweigh a measured difference of more than 2 %.
-STALE_PAIR_DISCOUNT = 0.02
+# Node by node, the pairs of a node whose agent went silent (every pair from it stale or never measured, at
+# least one stale: a hung agent, often a sick node) count this much less than their filled-in values say, so a
+# zone's pods take the nodes the topology can see while there is room; small enough never to outweigh a measured
+# difference of more than 2 %. A single stale pair is not a silent agent: bandwidth tests rotate over peers, so
+# a healthy node's older bandwidth readings go stale while its current peers stay fresh.
+SILENT_NODE_DISCOUNT = 0.02
+
+
+def _silent_agents(topology: Topology, positions: np.ndarray) -> np.ndarray:
+    """Of the nodes at ``positions``: whose agent reports nothing fresh (every pair from it stale or
+    inferred, at least one stale)."""
+    stale = topology.stale[positions]
+    unseen = stale | topology.inferred[positions]
+    unseen[np.arange(positions.size), positions] = True  # the node's pair with itself is never measured
+    return cast(np.ndarray, unseen.all(axis=1) & stale.any(axis=1))
 # Rounds of moving a whole part (an AppGroup of a joint plan) to one zone after the local search.
 PART_ROUNDS = 3
 # Rounds of shrinking zones whose planned pods do not pack into their nodes (compute_plan).
