@@ -72,10 +72,12 @@ def django_db_setup(django_db_setup, django_db_blocker):
     yield django_db_setup
     # Before pytest-django drops the test database: a connection some thread of this session still holds
     # (a runtime's loader, a server's leftover) made the DROP fail with "being accessed by other users"
-    # and left the database behind. The role may end its own sessions.
+    # and left the database behind. The role may end its own client sessions, and only those: an
+    # autovacuum worker on the database is a superuser process ("must be a superuser to terminate").
     with django_db_blocker.unblock(), connection.cursor() as cursor:
         cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                       "AND usename = current_user AND backend_type = 'client backend'")
 
 
 def _flush_with_delete() -> None:
