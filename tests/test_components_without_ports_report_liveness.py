@@ -6,6 +6,7 @@ fake Kubernetes API) and the probe command says "alive" while they run and "dead
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -33,7 +34,8 @@ def test_probe_command_semantics(tmp_path):
     old = time.time() - 120
     os.utime(tmp_path / "netaware-heartbeat-beat", (old, old))
     result = probe("beat", tmp_path, 60)
-    assert result.returncode == 1 and "last beat 120 s ago" in result.stderr
+    # 120 s, or a second or two more when the checker starts slowly on a busy machine
+    assert result.returncode == 1 and re.search(r"last beat 12[0-9] s ago", result.stderr), result.stderr
     env = {"PATH": os.environ.get("PATH", "")}
     unset = subprocess.run([sys.executable, "-I", str(CHECKER), "beat", "--max-age", "5"], env=env,
                            capture_output=True, text=True, timeout=30)
