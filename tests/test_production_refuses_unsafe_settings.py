@@ -12,8 +12,18 @@ from pathlib import Path
 
 import pytest
 
+from netaware_core.env import PLACEHOLDER_MARKERS
+
 ROOT = Path(__file__).resolve().parent.parent
-STRONG_KEY = secrets.token_urlsafe(64).replace("dev", "xyz").replace("Dev", "xyz")
+def _strong_key() -> str:
+    """A random key without a placeholder marker in any case ("dEv" too: the check lowercases)."""
+    while True:
+        key = secrets.token_urlsafe(64)
+        if not any(marker in key.lower() for marker in PLACEHOLDER_MARKERS):
+            return key
+
+
+STRONG_KEY = _strong_key()
 PRODUCTION = {
     "NETAWARE_ENV": "production",
     "SECRET_KEY": STRONG_KEY,
